@@ -1,0 +1,74 @@
+//! `s2s eval`: score a hypothesis file against references with sacreBLEU-compatible BLEU and
+//! chrF. Argument parsing and printing only; the work is in `s2s-eval`.
+
+use std::path::PathBuf;
+
+use s2s_eval::{EvalOptions, Metric, Tokenize};
+
+/// Score a hypothesis file against one or more references with BLEU, chrF and chrF++,
+/// computed exactly as sacreBLEU 2.x computes them.
+///
+/// Files are UTF-8, one segment per line; every file must have the same number of lines. An
+/// empty hypothesis file scores 0. Signatures follow sacreBLEU's but name this tool's version
+/// (`version:s2s-...`).
+#[derive(clap::Args)]
+pub struct EvalArgs {
+    /// Hypothesis (system output) file, one segment per line.
+    #[arg(long, short = 'i', value_name = "FILE")]
+    pub hyp: PathBuf,
+
+    /// Reference file, one segment per line. Repeat for multiple references.
+    #[arg(long = "ref", short = 'r', value_name = "FILE", required = true)]
+    pub refs: Vec<PathBuf>,
+
+    /// BLEU tokenizer: 13a (mteval-v13a, the WMT standard), zh (Chinese), intl (mteval-v14
+    /// international), char (characters) or none (whitespace only). chrF does not tokenize.
+    #[arg(long, short = 't', value_name = "TOK", default_value = "13a")]
+    pub tokenize: Tokenize,
+
+    /// Lowercase hypotheses and references before scoring (all metrics).
+    #[arg(long, short = 'l')]
+    pub lowercase: bool,
+
+    /// Comma-separated metrics to compute: bleu, chrf (chrF2), chrf++ (chrF2++).
+    #[arg(
+        long,
+        short = 'm',
+        value_name = "LIST",
+        value_delimiter = ',',
+        default_value = "bleu,chrf"
+    )]
+    pub metrics: Vec<Metric>,
+
+    /// Print a single JSON object with one key per metric ("bleu", "chrf", "chrf++") instead of
+    /// the human-readable summary.
+    #[arg(long)]
+    pub json: bool,
+
+    /// Decimal places for printed scores (JSON scores are rounded the same way, like sacreBLEU).
+    #[arg(long, short = 'w', value_name = "N", default_value_t = 2)]
+    pub width: usize,
+}
+
+pub fn run(args: EvalArgs) -> anyhow::Result<()> {
+    let inputs = s2s_eval::load_inputs(&args.hyp, &args.refs)?;
+    if inputs.hyp_file_was_empty {
+        eprintln!(
+            "warning: {} is empty; scoring it as {} empty hypotheses",
+            args.hyp.display(),
+            inputs.hyps.len()
+        );
+    }
+    let opts = EvalOptions {
+        tokenize: args.tokenize,
+        lowercase: args.lowercase,
+        metrics: args.metrics,
+    };
+    let report = s2s_eval::evaluate(&inputs, &opts)?;
+    if args.json {
+        println!("{}", report.to_json(args.width));
+    } else {
+        print!("{}", report.to_text(args.width));
+    }
+    Ok(())
+}

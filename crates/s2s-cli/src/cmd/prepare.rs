@@ -1,0 +1,261 @@
+//! `s2s prepare`: validate and clean a parallel corpus, train the tokenizers and write a data
+//! directory. Argument parsing and reporting only; the work is `s2s_data::prepare`.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use clap::ValueEnum;
+use indicatif::{ProgressBar, ProgressStyle};
+use s2s_data::{
+    CleanConfig, CorpusSource, DEFAULT_MAX_LEN, DEFAULT_VOCAB_SIZE, DataToml, PrepareConfig,
+    SplitName, TokenizerKind, ZhScript,
+};
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum KindArg {
+    /// Byte-pair encoding (SentencePiece-style `▁` word marker).
+    Bpe,
+    /// One token per character (the default for Chinese).
+    Char,
+    /// One token per word; punctuation and CJK characters are split off.
+    Word,
+}
+
+impl From<KindArg> for TokenizerKind {
+    fn from(k: KindArg) -> Self {
+        match k {
+            KindArg::Bpe => TokenizerKind::Bpe,
+            KindArg::Char => TokenizerKind::Char,
+            KindArg::Word => TokenizerKind::Word,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum ZhScriptArg {
+    Simplified,
+    Traditional,
+}
+
+impl From<ZhScriptArg> for ZhScript {
+    fn from(s: ZhScriptArg) -> Self {
+        match s {
+            ZhScriptArg::Simplified => ZhScript::Simplified,
+            ZhScriptArg::Traditional => ZhScript::Traditional,
+        }
+    }
+}
+
+/// Validate and clean a parallel corpus, train the tokenizers and write DATA_DIR.
+#[derive(clap::Args, Debug)]
+#[command(after_help = "\
+Cleaning: zero-width characters are removed, whitespace runs collapsed and trimmed (and NFKC \
+applied with --nfkc). Pairs with an empty side are dropped from every split. Pairs longer than \
+--max-len tokens on either side are dropped from the training split only: validation and test \
+are kept complete so that scores stay comparable. Every count is printed and recorded in \
+DATA_DIR/data.toml.
+
+Tokenizers: by default bpe for a language written with spaces and char for Chinese/Japanese \
+(detected from the text, or from --src-lang/--tgt-lang). --tokenizer sets both sides.
+
+Example (the embedded corpus):
+  s2s prepare --train-src data/tatoeba-cmn-eng/train.en --train-tgt data/tatoeba-cmn-eng/train.zh \\
+    --valid-src data/tatoeba-cmn-eng/valid.en --valid-tgt data/tatoeba-cmn-eng/valid.zh \\
+    --test-src data/tatoeba-cmn-eng/test.en --test-tgt data/tatoeba-cmn-eng/test.zh --out data/cmn-eng")]
+pub struct PrepareArgs {
+    /// Training source sentences, one per line.
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "train_tgt",
+        required_unless_present = "tsv"
+    )]
+    train_src: Option<PathBuf>,
+    /// Training target sentences, aligned with --train-src.
+    #[arg(long, value_name = "FILE", requires = "train_src")]
+    train_tgt: Option<PathBuf>,
+    /// Validation source sentences.
+    #[arg(long, value_name = "FILE", requires = "valid_tgt")]
+    valid_src: Option<PathBuf>,
+    /// Validation target sentences.
+    #[arg(long, value_name = "FILE", requires = "valid_src")]
+    valid_tgt: Option<PathBuf>,
+    /// Test source sentences.
+    #[arg(long, value_name = "FILE", requires = "test_tgt")]
+    test_src: Option<PathBuf>,
+    /// Test target sentences.
+    #[arg(long, value_name = "FILE", requires = "test_src")]
+    test_tgt: Option<PathBuf>,
+    /// Training pairs from one tab-separated file instead (e.g. cmn.txt); see --src-col/--tgt-col.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["train_src", "train_tgt"])]
+    tsv: Option<PathBuf>,
+    /// Validation pairs from a tab-separated file.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["valid_src", "valid_tgt"])]
+    valid_tsv: Option<PathBuf>,
+    /// Test pairs from a tab-separated file.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["test_src", "test_tgt"])]
+    test_tsv: Option<PathBuf>,
+    /// Source column of the TSV files (1-based).
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    src_col: usize,
+    /// Target column of the TSV files (1-based).
+    #[arg(long, value_name = "N", default_value_t = 2)]
+    tgt_col: usize,
+    /// The data directory to write.
+    #[arg(long, value_name = "DATA_DIR")]
+    out: PathBuf,
+    /// Overwrite a non-empty DATA_DIR.
+    #[arg(long)]
+    force: bool,
+    /// Tokenizer for both sides [default: bpe, or char for Chinese/Japanese].
+    #[arg(long, value_enum)]
+    tokenizer: Option<KindArg>,
+    /// Tokenizer for the source side (overrides --tokenizer).
+    #[arg(long, value_enum)]
+    src_tokenizer: Option<KindArg>,
+    /// Tokenizer for the target side (overrides --tokenizer).
+    #[arg(long, value_enum)]
+    tgt_tokenizer: Option<KindArg>,
+    /// Maximum vocabulary size of each tokenizer, special tokens included.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_VOCAB_SIZE)]
+    vocab_size: usize,
+    /// Train one tokenizer on both sides (saved as both tokenizer files).
+    #[arg(long)]
+    joint: bool,
+    /// Drop training pairs with more tokens than this on either side (0: no limit).
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_LEN)]
+    max_len: usize,
+    /// Minimum frequency of a bpe merge / char / word [default: 2 for bpe, 1 otherwise].
+    #[arg(long, value_name = "N")]
+    min_freq: Option<u64>,
+    /// Apply Unicode NFKC normalisation (full-width forms, ligatures, ...).
+    #[arg(long)]
+    nfkc: bool,
+    /// Convert the Chinese side to one script.
+    #[arg(long, value_enum)]
+    zh_script: Option<ZhScriptArg>,
+    /// Source language code (recorded; `zh`/`ja` select the char tokenizer).
+    #[arg(long, value_name = "CODE")]
+    src_lang: Option<String>,
+    /// Target language code (recorded; `zh`/`ja` select the char tokenizer).
+    #[arg(long, value_name = "CODE")]
+    tgt_lang: Option<String>,
+}
+
+fn source(
+    src: Option<PathBuf>,
+    tgt: Option<PathBuf>,
+    tsv: Option<PathBuf>,
+    args: &PrepareArgs,
+) -> Option<CorpusSource> {
+    match (src, tgt, tsv) {
+        (Some(src), Some(tgt), _) => Some(CorpusSource::Parallel { src, tgt }),
+        (_, _, Some(path)) => Some(CorpusSource::Tsv {
+            path,
+            src_col: args.src_col,
+            tgt_col: args.tgt_col,
+        }),
+        _ => None,
+    }
+}
+
+fn config(args: &PrepareArgs) -> anyhow::Result<PrepareConfig> {
+    let train = source(
+        args.train_src.clone(),
+        args.train_tgt.clone(),
+        args.tsv.clone(),
+        args,
+    )
+    .ok_or_else(|| {
+        anyhow::anyhow!("no training data; fix: pass --train-src F --train-tgt F, or --tsv F")
+    })?;
+    let mut cfg = PrepareConfig::new(train, &args.out);
+    cfg.valid = source(
+        args.valid_src.clone(),
+        args.valid_tgt.clone(),
+        args.valid_tsv.clone(),
+        args,
+    );
+    cfg.test = source(
+        args.test_src.clone(),
+        args.test_tgt.clone(),
+        args.test_tsv.clone(),
+        args,
+    );
+    cfg.force = args.force;
+    cfg.src_tokenizer = args.src_tokenizer.or(args.tokenizer).map(Into::into);
+    cfg.tgt_tokenizer = args.tgt_tokenizer.or(args.tokenizer).map(Into::into);
+    cfg.vocab_size = args.vocab_size;
+    cfg.joint = args.joint;
+    cfg.max_len = args.max_len;
+    cfg.min_freq = args.min_freq;
+    cfg.clean = CleanConfig {
+        nfkc: args.nfkc,
+        zh_script: args.zh_script.map(Into::into),
+    };
+    cfg.src_lang = args.src_lang.clone();
+    cfg.tgt_lang = args.tgt_lang.clone();
+    Ok(cfg)
+}
+
+fn report_counts(rec: &DataToml, max_len: usize) {
+    for name in SplitName::ALL {
+        let Some(s) = rec.splits.get(name) else {
+            continue;
+        };
+        let too_long = if s.length_filtered {
+            format!("{} over --max-len {max_len}", s.dropped_too_long)
+        } else if max_len > 0 {
+            format!(
+                "0 for length (not filtered; {} over --max-len {max_len} kept)",
+                s.over_max_len_kept
+            )
+        } else {
+            "0 for length".to_owned()
+        };
+        eprintln!(
+            "{name}: {} pairs read, {} kept; dropped {} empty, {too_long}; cleaning changed {} source and {} target lines",
+            s.input_pairs, s.kept, s.dropped_empty, s.src_changed, s.tgt_changed
+        );
+    }
+}
+
+pub fn run(args: PrepareArgs) -> anyhow::Result<()> {
+    let cfg = config(&args)?;
+    let start = Instant::now();
+    let spinner = ProgressBar::new_spinner();
+    spinner.set_style(
+        ProgressStyle::with_template("{spinner} [{elapsed}] {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+    );
+    spinner.enable_steady_tick(Duration::from_millis(120));
+    let result = s2s_data::prepare(&cfg, &|step| spinner.set_message(step.to_owned()));
+    spinner.finish_and_clear();
+    let rec = result?;
+    let secs = start.elapsed().as_secs_f64();
+    report_counts(&rec, cfg.max_len);
+
+    let t = &rec.tokenizers;
+    println!("wrote {}", cfg.out.display());
+    if rec.options.joint {
+        println!(
+            "  tokenizer: joint {} ({} tokens)",
+            t.src.kind, t.src.vocab_size
+        );
+    } else {
+        println!(
+            "  tokenizers: source {} ({} tokens), target {} ({} tokens)",
+            t.src.kind, t.src.vocab_size, t.tgt.kind, t.tgt.vocab_size
+        );
+    }
+    for name in SplitName::ALL {
+        if let Some(s) = rec.splits.get(name) {
+            println!(
+                "  {name}: {} pairs, {} source and {} target tokens",
+                s.kept, s.src_tokens, s.tgt_tokens
+            );
+        }
+    }
+    println!("  took {secs:.1} s");
+    Ok(())
+}

@@ -1,0 +1,192 @@
+use super::translate::{SearchArgs, SearchKind};
+use anyhow::{Context, Result};
+use s2s_data::{CorpusSource, PrepareConfig};
+use std::path::PathBuf;
+
+/// The embedded English->Chinese corpus (Tatoeba via ManyThings, CC-BY 2.0 FR; see
+/// data/tatoeba-cmn-eng/README.md for sources and attribution).
+const CORPUS: [(&str, &[u8]); 6] = [
+    (
+        "train.en",
+        include_bytes!("../../../../data/tatoeba-cmn-eng/train.en"),
+    ),
+    (
+        "train.zh",
+        include_bytes!("../../../../data/tatoeba-cmn-eng/train.zh"),
+    ),
+    (
+        "valid.en",
+        include_bytes!("../../../../data/tatoeba-cmn-eng/valid.en"),
+    ),
+    (
+        "valid.zh",
+        include_bytes!("../../../../data/tatoeba-cmn-eng/valid.zh"),
+    ),
+    (
+        "test.en",
+        include_bytes!("../../../../data/tatoeba-cmn-eng/test.en"),
+    ),
+    (
+        "test.zh",
+        include_bytes!("../../../../data/tatoeba-cmn-eng/test.zh"),
+    ),
+];
+const ATTRIBUTION: &str = include_str!("../../../../data/tatoeba-cmn-eng/_about.txt");
+const CONFIG: &str = include_str!("../../../../configs/quickstart.toml");
+
+/// The textbook examples the quickstart shows.
+pub const EXAMPLES: [&str; 6] = [
+    "I love China.",
+    "Tom chases Jerry.",
+    "Knowledge is power.",
+    "I want to run.",
+    "Where is the station?",
+    "It is raining today.",
+];
+
+/// Train the default English->Chinese model on the embedded corpus and show what it does.
+#[derive(clap::Args)]
+pub struct QuickstartArgs {
+    /// Total time budget in minutes (training gets most of it; test decoding the rest).
+    #[arg(long, default_value_t = 10.0)]
+    pub minutes: f64,
+    /// Where to write the corpus, data directory and model.
+    #[arg(long, default_value = "runs/quickstart")]
+    pub out: PathBuf,
+    #[arg(long, default_value = "cpu")]
+    pub device: String,
+}
+
+pub fn run(args: QuickstartArgs) -> Result<()> {
+    let started = std::time::Instant::now();
+    let out = &args.out;
+    let corpus_dir = out.join("corpus");
+    std::fs::create_dir_all(&corpus_dir)
+        .with_context(|| format!("cannot create {}", corpus_dir.display()))?;
+    for (name, bytes) in CORPUS {
+        s2s_data::atomic_write(corpus_dir.join(name), bytes)?;
+    }
+    s2s_data::atomic_write(corpus_dir.join("_about.txt"), ATTRIBUTION.as_bytes())?;
+    let f = |n: &str| corpus_dir.join(n);
+    let data_dir = out.join("data");
+    let mut prep = PrepareConfig::new(
+        CorpusSource::Parallel {
+            src: f("train.en"),
+            tgt: f("train.zh"),
+        },
+        &data_dir,
+    );
+    prep.valid = Some(CorpusSource::Parallel {
+        src: f("valid.en"),
+        tgt: f("valid.zh"),
+    });
+    prep.test = Some(CorpusSource::Parallel {
+        src: f("test.en"),
+        tgt: f("test.zh"),
+    });
+    prep.vocab_size = 4000;
+    prep.src_lang = Some("en".into());
+    prep.tgt_lang = Some("zh".into());
+    prep.force = true;
+    eprintln!("[1/3] preparing the corpus in {}", data_dir.display());
+    s2s_data::prepare(&prep, &|msg: &str| eprintln!("      {msg}"))?;
+
+    let config_path = out.join("quickstart.toml");
+    s2s_data::atomic_write(&config_path, CONFIG.as_bytes())?;
+    let model_dir = out.clone();
+    let spent = started.elapsed().as_secs_f64() / 60.0;
+    // Leave about a tenth of the budget (at least a minute) for decoding the test set.
+    let train_minutes = (args.minutes - spent - (args.minutes * 0.1).max(1.0)).max(0.5);
+    eprintln!(
+        "[2/3] training for {train_minutes:.1} minutes into {}",
+        model_dir.display()
+    );
+    super::train::run(super::train::TrainArgs {
+        data: data_dir.clone(),
+        arch: None,
+        config: Some(config_path),
+        out: model_dir.clone(),
+        max_epochs: Some(1000),
+        max_steps: None,
+        max_minutes: Some(train_minutes),
+        seed: None,
+        resume: false,
+        force: true,
+        device: args.device.clone(),
+        quiet: false,
+    })?;
+
+    eprintln!("[3/3] translating the test set");
+    let device = s2s_models::backend::parse_device(&args.device).map_err(anyhow::Error::msg)?;
+    let loaded = s2s_train::model_dir::load(&model_dir, &device)?;
+    let data = s2s_data::load_data_dir(&data_dir)?;
+    let test = data
+        .test
+        .as_ref()
+        .context("the prepared corpus has no test split")?;
+    let search = SearchArgs {
+        search: SearchKind::Beam,
+        beam: 5,
+        alpha: 0.75,
+        length_penalty: super::translate::PenaltyKind::Alpha,
+        nbest: 1,
+        min_len: 0,
+        max_len: 200,
+        max_len_ratio: 2.0,
+        no_repeat_ngram: 0,
+        ban_unk: true,
+        temperature: 1.0,
+        top_k: 0,
+        top_p: 1.0,
+        seed: 1,
+    }
+    .to_config()?;
+    let translate = |lines: &[String]| -> Result<Vec<String>> {
+        let sources: Vec<Vec<u32>> = lines.iter().map(|l| loaded.encode_source(l)).collect();
+        let hyps = s2s_models::decoder::translate_all(
+            &loaded.model,
+            &device,
+            loaded.run.tgt_vocab,
+            &sources,
+            &search,
+            64,
+        )?;
+        Ok(hyps
+            .iter()
+            .map(|h| loaded.tgt_tokenizer.decode(&h[0].tokens))
+            .collect())
+    };
+    let hyps = translate(&test.src)?;
+    let refs = [&test.tgt];
+    let bleu = s2s_eval::corpus_bleu(
+        &hyps,
+        &refs,
+        &s2s_eval::BleuConfig::with_tokenize(s2s_eval::Tokenize::Zh),
+    )?;
+    let chrf = s2s_eval::corpus_chrf(&hyps, &refs, &s2s_eval::ChrfConfig::default())?;
+    s2s_data::atomic_write(out.join("test.hyp.zh"), (hyps.join("\n") + "\n").as_bytes())?;
+    let examples: Vec<String> = EXAMPLES.iter().map(|s| s.to_string()).collect();
+    let shown = translate(&examples)?;
+    println!();
+    for (en, zh) in examples.iter().zip(&shown) {
+        println!("  {en:<24} {zh}");
+    }
+    println!();
+    println!(
+        "test BLEU (beam 5, tok:zh) = {:.2}   chrF = {:.2}   ({} sentences)",
+        bleu.score,
+        chrf.score,
+        hyps.len()
+    );
+    println!("{}", bleu.signature);
+    println!(
+        "total time {:.1} min; model in {}",
+        started.elapsed().as_secs_f64() / 60.0,
+        model_dir.display()
+    );
+    println!(
+        "try: echo 'I love China.' | cargo run --release -- translate --model {}",
+        model_dir.display()
+    );
+    Ok(())
+}

@@ -1,0 +1,213 @@
+use anyhow::{Context, Result, bail};
+use s2s_train::config::resolve;
+use s2s_train::model_dir::{self, CONFIG, DATA_TOML, SRC_TOKENIZER, TGT_TOKENIZER};
+use s2s_train::{Corpus, RunConfig, StopReason, TrainOptions};
+use std::path::{Path, PathBuf};
+
+/// Train a model, with validation, checkpoints and early stopping.
+#[derive(clap::Args, Clone)]
+pub struct TrainArgs {
+    /// DATA_DIR written by `s2s prepare`.
+    #[arg(long)]
+    pub data: PathBuf,
+    /// Architecture preset (rnn-lstm, rnn-gru-cho, rnnsearch, luong; add -tiny for smoke runs).
+    #[arg(long)]
+    pub arch: Option<String>,
+    /// TOML config: `arch = "preset"` plus `[model]` and `[train]` overrides.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// MODEL_DIR to write.
+    #[arg(long)]
+    pub out: PathBuf,
+    #[arg(long)]
+    pub max_epochs: Option<usize>,
+    #[arg(long)]
+    pub max_steps: Option<usize>,
+    #[arg(long)]
+    pub max_minutes: Option<f64>,
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Continue from MODEL_DIR/checkpoint exactly where it stopped.
+    #[arg(long)]
+    pub resume: bool,
+    /// Overwrite an existing model in --out.
+    #[arg(long)]
+    pub force: bool,
+    /// Device: cpu (default), or cuda:N / wgpu when compiled in.
+    #[arg(long, default_value = "cpu")]
+    pub device: String,
+    /// Hide the progress bar.
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+fn copy_into(from: &Path, to: &Path) -> Result<()> {
+    let bytes = std::fs::read(from).with_context(|| format!("cannot read {}", from.display()))?;
+    s2s_data::atomic_write(to, &bytes).with_context(|| format!("cannot write {}", to.display()))
+}
+
+/// Installs SIGINT/SIGTERM handlers that ask the trainer to stop at the next step; a second
+/// signal exits at once (files are written atomically, so nothing is corrupted).
+fn install_signal_handler(
+    interrupter: s2s_train::Interrupter,
+) -> std::sync::Arc<std::sync::atomic::AtomicI32> {
+    use std::sync::atomic::{AtomicI32, Ordering};
+    let last = std::sync::Arc::new(AtomicI32::new(0));
+    let seen = last.clone();
+    let _ = ctrlc::set_handler(move || {
+        if seen.swap(2, Ordering::SeqCst) != 0 {
+            eprintln!("second interrupt: exiting now");
+            std::process::exit(130);
+        }
+        eprintln!("interrupt: finishing the current step and writing a checkpoint…");
+        interrupter.stop(Some("signal"));
+    });
+    last
+}
+
+pub fn run(args: TrainArgs) -> Result<()> {
+    let device = s2s_models::backend::parse_device(&args.device).map_err(anyhow::Error::msg)?;
+    let data = s2s_data::load_data_dir(&args.data)?;
+    let out = &args.out;
+    let run = if args.resume {
+        if args.arch.is_some() || args.config.is_some() {
+            bail!(
+                "--resume continues with {}/{CONFIG}; drop --arch/--config",
+                out.display()
+            );
+        }
+        let mut run = model_dir::read_run_config(out)?;
+        // Limits may be raised when resuming; nothing else changes.
+        apply_limits(&mut run, &args);
+        run
+    } else {
+        if out.join(CONFIG).exists() && !args.force {
+            bail!(
+                "{} already holds a model; pass --resume to continue it, --force to overwrite it, or choose another --out",
+                out.display()
+            );
+        }
+        let text = match &args.config {
+            Some(p) => Some(
+                std::fs::read_to_string(p)
+                    .with_context(|| format!("cannot read config {}", p.display()))?,
+            ),
+            None => None,
+        };
+        let name = args
+            .config
+            .as_ref()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default();
+        let file = text.as_deref().map(|t| (name.as_str(), t));
+        let (arch, model, mut train) =
+            resolve(args.arch.as_deref(), file).map_err(anyhow::Error::msg)?;
+        if train.bleu_tokenize == "13a" && data.meta.options.tgt_is_chinese {
+            train.bleu_tokenize = "zh".into();
+        }
+        let mut run = RunConfig {
+            arch,
+            src_vocab: data.src_tokenizer.vocab_size(),
+            tgt_vocab: data.tgt_tokenizer.vocab_size(),
+            model,
+            train,
+        };
+        apply_limits(&mut run, &args);
+        std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
+        let text = toml::to_string(&run)?;
+        s2s_data::atomic_write(out.join(CONFIG), text.as_bytes())
+            .with_context(|| format!("cannot write {}", out.join(CONFIG).display()))?;
+        copy_into(&args.data.join(DATA_TOML), &out.join(DATA_TOML))?;
+        copy_into(
+            &args.data.join(&data.meta.tokenizers.src.file),
+            &out.join(SRC_TOKENIZER),
+        )?;
+        copy_into(
+            &args.data.join(&data.meta.tokenizers.tgt.file),
+            &out.join(TGT_TOKENIZER),
+        )?;
+        run
+    };
+    if run.src_vocab != data.src_tokenizer.vocab_size()
+        || run.tgt_vocab != data.tgt_tokenizer.vocab_size()
+    {
+        bail!(
+            "{} has vocabularies of {}/{} tokens but the model in {} was built for {}/{}: resume with the DATA_DIR it was trained on",
+            args.data.display(),
+            data.src_tokenizer.vocab_size(),
+            data.tgt_tokenizer.vocab_size(),
+            out.display(),
+            run.src_vocab,
+            run.tgt_vocab
+        );
+    }
+    let train_split = data.encode(&data.train);
+    let valid_split = data.valid.as_ref().map(|v| data.encode(v));
+    let refs: Vec<String> = data
+        .valid
+        .as_ref()
+        .map(|v| v.tgt.clone())
+        .unwrap_or_default();
+    let corpus = Corpus {
+        train: &train_split,
+        valid: valid_split.as_ref(),
+        valid_refs: &refs,
+        tgt_tokenizer: &data.tgt_tokenizer,
+    };
+    let interrupter = s2s_train::Interrupter::new();
+    install_signal_handler(interrupter.clone());
+    let outcome = s2s_train::train(
+        out,
+        &run,
+        &corpus,
+        &device,
+        &TrainOptions {
+            resume: args.resume,
+            progress: !args.quiet,
+            interrupter,
+        },
+    )?;
+    if let Some(m) = &outcome.last {
+        println!(
+            "step {} epoch {}: valid loss {:.3}, ppl {:.2}, BLEU {:.2} ({} min)",
+            m.step,
+            m.epoch,
+            m.valid_loss,
+            m.valid_ppl,
+            m.valid_bleu,
+            (outcome.state.elapsed_sec / 60.0 * 10.0).round() / 10.0
+        );
+    }
+    match outcome.reason {
+        StopReason::Interrupted => {
+            eprintln!(
+                "stopped at step {}; checkpoint written. Resume with: s2s train --data {} --out {} --resume",
+                outcome.state.step,
+                args.data.display(),
+                out.display()
+            );
+            std::process::exit(130);
+        }
+        r => eprintln!(
+            "training finished ({r:?}); best model in {}",
+            out.join(model_dir::BEST).display()
+        ),
+    }
+    Ok(())
+}
+
+fn apply_limits(run: &mut RunConfig, args: &TrainArgs) {
+    let t = &mut run.train;
+    if let Some(v) = args.max_epochs {
+        t.max_epochs = v;
+    }
+    if let Some(v) = args.max_steps {
+        t.max_steps = v;
+    }
+    if let Some(v) = args.max_minutes {
+        t.max_minutes = v;
+    }
+    if let Some(v) = args.seed {
+        t.seed = v;
+    }
+}

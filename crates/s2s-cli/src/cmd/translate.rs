@@ -1,0 +1,202 @@
+use anyhow::{Context, Result, bail};
+use s2s_search::{LenRatio, LengthPenalty, SearchConfig, Strategy};
+use std::io::{Read, Write};
+use std::path::PathBuf;
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SearchKind {
+    Greedy,
+    Beam,
+    Exhaustive,
+    Sample,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PenaltyKind {
+    /// score = logprob / L^alpha
+    Alpha,
+    /// score = logprob / ((5 + L) / 6)^alpha (GNMT)
+    Gnmt,
+    /// score = logprob
+    None,
+}
+
+/// Search options shared by `translate` and `quickstart`.
+#[derive(clap::Args, Clone, Debug)]
+pub struct SearchArgs {
+    #[arg(long, value_enum, default_value = "beam")]
+    pub search: SearchKind,
+    /// Beam width.
+    #[arg(long, default_value_t = 5)]
+    pub beam: usize,
+    /// Length-normalisation exponent.
+    #[arg(long, default_value_t = 0.75)]
+    pub alpha: f32,
+    #[arg(long, value_enum, default_value = "alpha")]
+    pub length_penalty: PenaltyKind,
+    /// Hypotheses to output per sentence (<= --beam).
+    #[arg(long, default_value_t = 1)]
+    pub nbest: usize,
+    #[arg(long, default_value_t = 0)]
+    pub min_len: usize,
+    /// Absolute maximum output length in tokens.
+    #[arg(long, default_value_t = 200)]
+    pub max_len: usize,
+    /// Maximum output length as a multiple of the source length (plus 10 tokens).
+    #[arg(long, default_value_t = 2.0)]
+    pub max_len_ratio: f32,
+    /// Never repeat an n-gram of this order (0 = off).
+    #[arg(long, default_value_t = 0)]
+    pub no_repeat_ngram: usize,
+    /// Never output <unk>.
+    #[arg(long)]
+    pub ban_unk: bool,
+    /// Sampling temperature.
+    #[arg(long, default_value_t = 1.0)]
+    pub temperature: f32,
+    /// Sampling: keep the k most likely tokens (0 = all).
+    #[arg(long, default_value_t = 0)]
+    pub top_k: usize,
+    /// Sampling: nucleus probability mass (1 = off).
+    #[arg(long, default_value_t = 1.0)]
+    pub top_p: f32,
+    /// Sampling seed.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+}
+
+impl SearchArgs {
+    pub fn to_config(&self) -> Result<SearchConfig> {
+        let strategy = match self.search {
+            SearchKind::Greedy => Strategy::Greedy,
+            SearchKind::Beam => Strategy::Beam { k: self.beam },
+            SearchKind::Exhaustive => Strategy::Exhaustive,
+            SearchKind::Sample => Strategy::Sample {
+                temperature: self.temperature,
+                top_k: self.top_k,
+                top_p: self.top_p,
+                seed: self.seed,
+            },
+        };
+        if self.search == SearchKind::Beam && self.nbest > self.beam {
+            bail!(
+                "--nbest {} is larger than --beam {}: ask for at most as many hypotheses as the beam keeps",
+                self.nbest,
+                self.beam
+            );
+        }
+        Ok(SearchConfig {
+            strategy,
+            nbest: self.nbest,
+            length_penalty: match self.length_penalty {
+                PenaltyKind::Alpha => LengthPenalty::Alpha(self.alpha),
+                PenaltyKind::Gnmt => LengthPenalty::Gnmt(self.alpha),
+                PenaltyKind::None => LengthPenalty::None,
+            },
+            min_len: self.min_len,
+            max_len: self.max_len,
+            max_len_ratio: Some(LenRatio {
+                ratio: self.max_len_ratio,
+                offset: 10,
+            }),
+            no_repeat_ngram: self.no_repeat_ngram,
+            ban_unk: self.ban_unk,
+            special: s2s_train::trainer::special_tokens(),
+            ..SearchConfig::default()
+        })
+    }
+}
+
+/// Translate one sentence per line, from stdin by default.
+#[derive(clap::Args)]
+pub struct TranslateArgs {
+    /// MODEL_DIR written by `s2s train`.
+    #[arg(long)]
+    pub model: PathBuf,
+    /// Input file (default: stdin).
+    #[arg(long)]
+    pub input: Option<PathBuf>,
+    /// Output file (default: stdout).
+    #[arg(long)]
+    pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub search: SearchArgs,
+    /// Write one JSON object per line with the n-best, scores and tokens.
+    #[arg(long)]
+    pub json: bool,
+    /// Sentences decoded together.
+    #[arg(long, default_value_t = 64)]
+    pub batch_size: usize,
+    #[arg(long, default_value = "cpu")]
+    pub device: String,
+}
+
+pub fn run(args: TranslateArgs) -> Result<()> {
+    let cfg = args.search.to_config()?;
+    let device = s2s_models::backend::parse_device(&args.device).map_err(anyhow::Error::msg)?;
+    let loaded = s2s_train::model_dir::load(&args.model, &device)?;
+    let (bytes, name) = match &args.input {
+        Some(p) => (
+            std::fs::read(p).with_context(|| format!("cannot read {}", p.display()))?,
+            p.clone(),
+        ),
+        None => {
+            let mut b = Vec::new();
+            std::io::stdin()
+                .read_to_end(&mut b)
+                .context("cannot read stdin")?;
+            (b, PathBuf::from("<stdin>"))
+        }
+    };
+    let lines = s2s_data::io::split_lines(&bytes, &name)?;
+    let sources: Vec<Vec<u32>> = lines.iter().map(|l| loaded.encode_source(l)).collect();
+    let results = s2s_models::decoder::translate_all(
+        &loaded.model,
+        &device,
+        loaded.run.tgt_vocab,
+        &sources,
+        &cfg,
+        args.batch_size,
+    )?;
+    let mut out: Box<dyn Write> = match &args.output {
+        Some(p) => Box::new(std::io::BufWriter::new(
+            std::fs::File::create(p).with_context(|| format!("cannot create {}", p.display()))?,
+        )),
+        None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
+    };
+    for (line, hyps) in lines.iter().zip(&results) {
+        if args.json {
+            let hyps: Vec<serde_json::Value> = hyps
+                .iter()
+                .map(|h| {
+                    serde_json::json!({
+                        "text": loaded.tgt_tokenizer.decode(&h.tokens),
+                        "score": h.score,
+                        "logprob": h.logprob,
+                        "tokens": loaded.tgt_tokenizer.tokens(&h.tokens),
+                    })
+                })
+                .collect();
+            writeln!(out, "{}", serde_json::json!({ "src": line, "hyps": hyps }))?;
+        } else if cfg.nbest > 1 {
+            for h in hyps {
+                writeln!(
+                    out,
+                    "{:.4}\t{}",
+                    h.score,
+                    loaded.tgt_tokenizer.decode(&h.tokens)
+                )?;
+            }
+        } else {
+            writeln!(
+                out,
+                "{}",
+                hyps.first()
+                    .map(|h| loaded.tgt_tokenizer.decode(&h.tokens))
+                    .unwrap_or_default()
+            )?;
+        }
+    }
+    out.flush()?;
+    Ok(())
+}

@@ -1,0 +1,46 @@
+//! `s2s`: the command-line entry point. Argument parsing and wiring only; the work lives in the
+//! library crates.
+
+mod cmd;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(
+    name = "s2s",
+    version,
+    about = "Sequence-to-sequence learning: prepare, train, translate, evaluate, serve"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Train the default English->Chinese model on the embedded corpus and show it translating.
+    Quickstart(cmd::quickstart::QuickstartArgs),
+    /// Validate and clean a parallel corpus, train tokenizers and write a data directory.
+    Prepare(cmd::prepare::PrepareArgs),
+    /// Train a model, with validation, checkpoints and early stopping.
+    Train(cmd::train::TrainArgs),
+    /// Translate one sentence per line, from stdin by default.
+    Translate(cmd::translate::TranslateArgs),
+    /// Score a hypothesis file against one or more references (sacreBLEU-compatible).
+    Eval(cmd::eval::EvalArgs),
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Quickstart(args) => cmd::quickstart::run(args),
+        Command::Prepare(args) => cmd::prepare::run(args),
+        Command::Train(args) => cmd::train::run(args),
+        Command::Translate(args) => cmd::translate::run(args),
+        Command::Eval(args) => cmd::eval::run(args),
+    };
+    if let Err(err) = result {
+        eprintln!("error: {err:#}");
+        std::process::exit(1);
+    }
+}

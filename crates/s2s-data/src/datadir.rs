@@ -1,0 +1,361 @@
+//! The data directory (DATA_DIR): its `data.toml` record and loading.
+//!
+//! Layout:
+//! - `data.toml`: see [`DataToml`]; written last, so its presence marks a complete directory;
+//! - `tokenizer.src.json`, `tokenizer.tgt.json`: HF tokenizer JSON (identical when joint);
+//! - `train.src`, `train.tgt`, and where given `valid.src`, `valid.tgt`, `test.src`,
+//!   `test.tgt`: the cleaned splits, UTF-8, one sentence per line, `\n` line ends.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::batch::Batch;
+use crate::clean::{CleanConfig, clean_line};
+use crate::error::{DataError, Result};
+use crate::io::read_text_file;
+use crate::tokenizer::{TextTokenizer, TokenizerKind};
+
+/// Name of the record file.
+pub const DATA_TOML: &str = "data.toml";
+/// Name of the source-side tokenizer file.
+pub const SRC_TOKENIZER_FILE: &str = "tokenizer.src.json";
+/// Name of the target-side tokenizer file.
+pub const TGT_TOKENIZER_FILE: &str = "tokenizer.tgt.json";
+/// Version of the `data.toml` format written by this crate.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// The names of the splits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SplitName {
+    Train,
+    Valid,
+    Test,
+}
+
+impl SplitName {
+    pub const ALL: [SplitName; 3] = [SplitName::Train, SplitName::Valid, SplitName::Test];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SplitName::Train => "train",
+            SplitName::Valid => "valid",
+            SplitName::Test => "test",
+        }
+    }
+
+    /// File names of the split's two sides in DATA_DIR, e.g. `("train.src", "train.tgt")`.
+    pub fn file_names(self) -> (String, String) {
+        (
+            format!("{}.src", self.as_str()),
+            format!("{}.tgt", self.as_str()),
+        )
+    }
+}
+
+impl std::fmt::Display for SplitName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The contents of `data.toml`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DataToml {
+    pub format_version: u32,
+    /// e.g. `s2s-data 0.1.0`.
+    pub created_by: String,
+    pub options: DataOptions,
+    pub tokenizers: TokenizersInfo,
+    pub splits: SplitsInfo,
+    /// The input files, with their hashes.
+    pub sources: Vec<SourceFile>,
+}
+
+/// The options `s2s prepare` ran with (after defaults and detection).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DataOptions {
+    pub src_tokenizer: TokenizerKind,
+    pub tgt_tokenizer: TokenizerKind,
+    /// Requested maximum vocabulary size (per tokenizer; of the single one when joint).
+    pub vocab_size: usize,
+    /// Minimum frequencies used (see [`crate::TokenizerSpec::min_freq`]).
+    pub src_min_freq: u64,
+    pub tgt_min_freq: u64,
+    /// One tokenizer trained on both sides, saved twice.
+    pub joint: bool,
+    /// Training pairs with more tokens than this on either side were dropped; 0: no limit.
+    pub max_len: usize,
+    pub clean: CleanConfig,
+    /// Whether the side was treated as Chinese (for `clean.zh_script`).
+    pub src_is_chinese: bool,
+    pub tgt_is_chinese: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub src_lang: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tgt_lang: Option<String>,
+}
+
+/// Both tokenizers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TokenizersInfo {
+    pub src: TokenizerInfo,
+    pub tgt: TokenizerInfo,
+}
+
+/// One tokenizer file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TokenizerInfo {
+    pub file: String,
+    pub kind: TokenizerKind,
+    /// Actual vocabulary size, special tokens included.
+    pub vocab_size: usize,
+}
+
+/// Counts for every split.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SplitsInfo {
+    pub train: SplitStats,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub valid: Option<SplitStats>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub test: Option<SplitStats>,
+}
+
+impl SplitsInfo {
+    pub fn get(&self, name: SplitName) -> Option<&SplitStats> {
+        match name {
+            SplitName::Train => Some(&self.train),
+            SplitName::Valid => self.valid.as_ref(),
+            SplitName::Test => self.test.as_ref(),
+        }
+    }
+}
+
+/// What cleaning did to one split. Counts of pairs unless said otherwise.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SplitStats {
+    pub src_file: String,
+    pub tgt_file: String,
+    /// Pairs read.
+    pub input_pairs: usize,
+    /// Pairs written.
+    pub kept: usize,
+    /// Pairs dropped because a side was empty after cleaning.
+    pub dropped_empty: usize,
+    /// Pairs dropped because a side had more than `max_len` tokens (training split only).
+    pub dropped_too_long: usize,
+    /// Whether the length filter applied (only to the training split).
+    pub length_filtered: bool,
+    /// Pairs over `max_len` that were kept because the split is not length-filtered.
+    pub over_max_len_kept: usize,
+    /// Source lines changed by cleaning (among all pairs read).
+    pub src_changed: usize,
+    /// Target lines changed by cleaning (among all pairs read).
+    pub tgt_changed: usize,
+    /// Tokens in the kept source lines (no specials).
+    pub src_tokens: usize,
+    /// Tokens in the kept target lines (no specials).
+    pub tgt_tokens: usize,
+}
+
+/// One input file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SourceFile {
+    /// `train`, `valid` or `test`.
+    pub split: String,
+    /// `src`, `tgt`, or `both` for a TSV file.
+    pub side: String,
+    /// Absolute path where it could be resolved, else as given.
+    pub path: String,
+    pub sha256: String,
+    pub lines: usize,
+    /// `text` (one sentence per line) or `tsv`.
+    pub format: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub src_col: Option<usize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tgt_col: Option<usize>,
+}
+
+/// The sentences of one split, aligned.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ParallelText {
+    pub src: Vec<String>,
+    pub tgt: Vec<String>,
+}
+
+impl ParallelText {
+    pub fn len(&self) -> usize {
+        self.src.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.src.is_empty()
+    }
+}
+
+/// Token ids of one split, aligned, without specials.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EncodedSplit {
+    pub src: Vec<Vec<u32>>,
+    pub tgt: Vec<Vec<u32>>,
+}
+
+impl EncodedSplit {
+    pub fn len(&self) -> usize {
+        self.src.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.src.is_empty()
+    }
+
+    /// `(|x|, |y|)` for every pair: the input of [`crate::epoch_batches`].
+    pub fn lengths(&self) -> Vec<(usize, usize)> {
+        self.src
+            .iter()
+            .zip(&self.tgt)
+            .map(|(x, y)| (x.len(), y.len()))
+            .collect()
+    }
+
+    /// The padded batch of the pairs at `indices`.
+    pub fn batch(&self, indices: &[usize]) -> Batch {
+        let pairs: Vec<(&[u32], &[u32])> = indices
+            .iter()
+            .map(|&i| (self.src[i].as_slice(), self.tgt[i].as_slice()))
+            .collect();
+        Batch::from_pairs(&pairs)
+    }
+}
+
+/// A loaded data directory.
+#[derive(Debug, Clone)]
+pub struct DataDir {
+    pub path: PathBuf,
+    pub meta: DataToml,
+    pub src_tokenizer: TextTokenizer,
+    pub tgt_tokenizer: TextTokenizer,
+    pub train: ParallelText,
+    pub valid: Option<ParallelText>,
+    pub test: Option<ParallelText>,
+}
+
+impl DataDir {
+    /// A split, if present.
+    pub fn split(&self, name: SplitName) -> Option<&ParallelText> {
+        match name {
+            SplitName::Train => Some(&self.train),
+            SplitName::Valid => self.valid.as_ref(),
+            SplitName::Test => self.test.as_ref(),
+        }
+    }
+
+    /// Encodes a split with the two tokenizers.
+    pub fn encode(&self, text: &ParallelText) -> EncodedSplit {
+        EncodedSplit {
+            src: text
+                .src
+                .iter()
+                .map(|s| self.src_tokenizer.encode(s))
+                .collect(),
+            tgt: text
+                .tgt
+                .iter()
+                .map(|s| self.tgt_tokenizer.encode(s))
+                .collect(),
+        }
+    }
+
+    /// Cleans a source sentence the way the corpus was cleaned (for translation input).
+    pub fn clean_src(&self, text: &str) -> String {
+        clean_line(
+            text,
+            &self.meta.options.clean,
+            self.meta.options.src_is_chinese,
+        )
+    }
+
+    /// Cleans a target sentence the way the corpus was cleaned (e.g. references).
+    pub fn clean_tgt(&self, text: &str) -> String {
+        clean_line(
+            text,
+            &self.meta.options.clean,
+            self.meta.options.tgt_is_chinese,
+        )
+    }
+}
+
+/// Reads and checks `data.toml` of a data directory.
+pub fn read_data_toml(dir: impl AsRef<Path>) -> Result<DataToml> {
+    let dir = dir.as_ref();
+    let path = dir.join(DATA_TOML);
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(DataError::NotADataDir {
+                path: dir.to_path_buf(),
+            });
+        }
+        Err(e) => return Err(DataError::io(&path, e)),
+    };
+    let meta: DataToml = toml::from_str(&text).map_err(|e| DataError::BadDataDir {
+        path: path.clone(),
+        message: format!(
+            "cannot parse it: {}; fix: re-run `s2s prepare`",
+            e.to_string().trim_end()
+        ),
+    })?;
+    if meta.format_version != FORMAT_VERSION {
+        return Err(DataError::BadDataDir {
+            path,
+            message: format!(
+                "format_version {} is not supported (expected {FORMAT_VERSION}); fix: re-run `s2s prepare`",
+                meta.format_version
+            ),
+        });
+    }
+    Ok(meta)
+}
+
+/// Loads a data directory: `data.toml`, both tokenizers and every split it lists, checking that
+/// the line counts match the record.
+pub fn load_data_dir(path: impl AsRef<Path>) -> Result<DataDir> {
+    let dir = path.as_ref();
+    let meta = read_data_toml(dir)?;
+    let src_tokenizer = TextTokenizer::from_file(dir.join(&meta.tokenizers.src.file))?;
+    let tgt_tokenizer = TextTokenizer::from_file(dir.join(&meta.tokenizers.tgt.file))?;
+    let load = |stats: &SplitStats| -> Result<ParallelText> {
+        let src = read_text_file(dir.join(&stats.src_file))?;
+        let tgt = read_text_file(dir.join(&stats.tgt_file))?;
+        for f in [&src, &tgt] {
+            if f.lines.len() != stats.kept {
+                return Err(DataError::BadDataDir {
+                    path: f.path.clone(),
+                    message: format!(
+                        "has {} lines but data.toml records {}; fix: re-run `s2s prepare`",
+                        f.lines.len(),
+                        stats.kept
+                    ),
+                });
+            }
+        }
+        Ok(ParallelText {
+            src: src.lines,
+            tgt: tgt.lines,
+        })
+    };
+    let train = load(&meta.splits.train)?;
+    let valid = meta.splits.valid.as_ref().map(load).transpose()?;
+    let test = meta.splits.test.as_ref().map(load).transpose()?;
+    Ok(DataDir {
+        path: dir.to_path_buf(),
+        meta,
+        src_tokenizer,
+        tgt_tokenizer,
+        train,
+        valid,
+        test,
+    })
+}

@@ -1,0 +1,201 @@
+//! File input and output: reading aligned text and TSV corpora with precise errors, hashing,
+//! and atomic writes.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use sha2::{Digest, Sha256};
+
+use crate::error::{DataError, Result};
+
+/// Writes `bytes` to `path` atomically: a temporary file in the same directory is written,
+/// fsynced and renamed over `path`, then the directory is fsynced. Readers see either the old
+/// file or the new one, never a partial one. The temporary file is removed on failure.
+pub fn atomic_write(path: impl AsRef<Path>, bytes: &[u8]) -> io::Result<()> {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let path = path.as_ref();
+    let name = path.file_name().ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{}: not a file path", path.display()),
+        )
+    })?;
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let (tmp, mut file) = loop {
+        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+        let mut tmp_name = std::ffi::OsString::from(".");
+        tmp_name.push(name);
+        tmp_name.push(format!(".tmp.{}.{n}", std::process::id()));
+        let tmp = dir.join(tmp_name);
+        match OpenOptions::new().write(true).create_new(true).open(&tmp) {
+            Ok(f) => break (tmp, f),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    };
+    let result = (|| {
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        drop(file);
+        fs::rename(&tmp, path)?;
+        sync_dir(&dir)
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result
+}
+
+#[cfg(unix)]
+pub fn sync_dir(dir: &Path) -> io::Result<()> {
+    File::open(dir)?.sync_all()
+}
+
+#[cfg(not(unix))]
+pub fn sync_dir(_dir: &Path) -> io::Result<()> {
+    Ok(())
+}
+
+/// The lines of one input file, with its hash.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TextFile {
+    pub path: PathBuf,
+    /// Lines without their terminator (`\n` or `\r\n`).
+    pub lines: Vec<String>,
+    /// Hex sha256 of the raw bytes.
+    pub sha256: String,
+}
+
+/// Hex sha256 of some bytes.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    let digest = Sha256::digest(bytes);
+    digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Reads a UTF-8 text file, one item per line. A missing file, an I/O failure or invalid UTF-8
+/// (with line and byte offset) is an error.
+pub fn read_text_file(path: impl AsRef<Path>) -> Result<TextFile> {
+    let path = path.as_ref();
+    let bytes = fs::read(path).map_err(|e| DataError::io(path, e))?;
+    let lines = split_lines(&bytes, path)?;
+    Ok(TextFile {
+        path: path.to_path_buf(),
+        lines,
+        sha256: sha256_hex(&bytes),
+    })
+}
+
+/// Splits raw bytes into lines: `\n` terminates a line, one `\r` before it is dropped, and a
+/// final line without terminator counts. Each line must be valid UTF-8; the error names `path`,
+/// the 1-based line and the byte offset.
+pub fn split_lines(bytes: &[u8], path: &Path) -> Result<Vec<String>> {
+    let mut lines = Vec::new();
+    let mut start = 0usize;
+    let mut line_no = 0usize;
+    while start < bytes.len() {
+        line_no += 1;
+        let end = bytes[start..]
+            .iter()
+            .position(|&b| b == b'\n')
+            .map_or(bytes.len(), |p| start + p);
+        let mut raw = &bytes[start..end];
+        if let Some(stripped) = raw.strip_suffix(b"\r") {
+            raw = stripped;
+        }
+        match std::str::from_utf8(raw) {
+            Ok(s) => lines.push(s.to_owned()),
+            Err(e) => {
+                return Err(DataError::InvalidUtf8 {
+                    path: path.to_path_buf(),
+                    line: line_no,
+                    offset: (start + e.valid_up_to()) as u64,
+                    column: e.valid_up_to(),
+                });
+            }
+        }
+        start = end + 1;
+    }
+    Ok(lines)
+}
+
+/// Picks two 1-based columns out of tab-separated lines. A line with too few columns is an error
+/// naming `path` and the line.
+pub fn split_tsv(
+    lines: &[String],
+    path: &Path,
+    src_col: usize,
+    tgt_col: usize,
+) -> Result<(Vec<String>, Vec<String>)> {
+    if src_col == 0 || tgt_col == 0 {
+        return Err(DataError::Config(format!(
+            "{}: TSV columns are 1-based; fix: pass --src-col/--tgt-col of 1 or more",
+            path.display()
+        )));
+    }
+    let needed = src_col.max(tgt_col);
+    let mut src = Vec::with_capacity(lines.len());
+    let mut tgt = Vec::with_capacity(lines.len());
+    for (i, line) in lines.iter().enumerate() {
+        let cols: Vec<&str> = line.split('\t').collect();
+        if cols.len() < needed {
+            // An entirely empty line is an empty pair, dropped and counted like any other.
+            if line.is_empty() {
+                src.push(String::new());
+                tgt.push(String::new());
+                continue;
+            }
+            return Err(DataError::TsvColumns {
+                path: path.to_path_buf(),
+                line: i + 1,
+                found: cols.len(),
+                needed,
+            });
+        }
+        src.push(cols[src_col - 1].to_owned());
+        tgt.push(cols[tgt_col - 1].to_owned());
+    }
+    Ok((src, tgt))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn atomic_write_replaces_and_leaves_no_temp_file() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("f.txt");
+        atomic_write(&p, b"one").unwrap();
+        atomic_write(&p, b"two").unwrap();
+        assert_eq!(fs::read(&p).unwrap(), b"two");
+        let names: Vec<_> = fs::read_dir(d.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, vec![std::ffi::OsString::from("f.txt")]);
+        assert!(atomic_write(d.path().join("missing/f.txt"), b"x").is_err());
+    }
+
+    #[test]
+    fn splits_lines_like_a_text_editor() {
+        let p = Path::new("t");
+        assert_eq!(split_lines(b"", p).unwrap(), Vec::<String>::new());
+        assert_eq!(split_lines(b"a\r\nb", p).unwrap(), vec!["a", "b"]);
+        assert_eq!(split_lines(b"a\n\n", p).unwrap(), vec!["a", ""]);
+        assert_eq!(split_lines(b"\n", p).unwrap(), vec![""]);
+    }
+
+    #[test]
+    fn tsv_empty_lines_become_empty_pairs() {
+        let lines: Vec<String> = vec!["a\tb\tc".into(), "".into()];
+        let (s, t) = split_tsv(&lines, Path::new("t.tsv"), 2, 1).unwrap();
+        assert_eq!(s, vec!["b", ""]);
+        assert_eq!(t, vec!["a", ""]);
+        assert!(split_tsv(&lines, Path::new("t.tsv"), 0, 1).is_err());
+    }
+}

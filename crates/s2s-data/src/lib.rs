@@ -1,0 +1,46 @@
+//! `s2s-data`: corpus reading and cleaning, tokenizers, batching and the data directory.
+//!
+//! - [`prepare`] reads a parallel corpus (two aligned files, or a TSV), cleans it, trains the
+//!   tokenizers and writes a DATA_DIR; [`load_data_dir`] reads it back.
+//! - [`TextTokenizer`] wraps a Hugging Face tokenizer whose special ids are fixed: [`PAD`],
+//!   [`UNK`], [`BOS`], [`EOS`].
+//! - [`epoch_batches`] and [`Batch`] turn a split into padded batches under a token budget,
+//!   deterministically for a given seed and epoch.
+//! - [`atomic_write`] writes a file atomically (temp file, fsync, rename, fsync of the
+//!   directory).
+//!
+//! Every error is a [`DataError`] whose message names the file, the line where there is one,
+//! and the fix.
+
+pub mod batch;
+pub mod clean;
+pub mod datadir;
+pub mod error;
+pub mod io;
+pub mod prepare;
+pub mod tokenizer;
+pub mod zh;
+
+/// Padding token id.
+pub const PAD: u32 = 0;
+/// Unknown token id.
+pub const UNK: u32 = 1;
+/// Beginning-of-sentence token id (first decoder input).
+pub const BOS: u32 = 2;
+/// End-of-sentence token id (ends source rows and decoder outputs).
+pub const EOS: u32 = 3;
+
+pub use batch::{
+    Batch, BatchConfig, batch_cost, epoch_batches, pair_cost, sequential_batches, sorted_batches,
+};
+pub use clean::{CleanConfig, clean_line};
+pub use datadir::{
+    DATA_TOML, DataDir, DataOptions, DataToml, EncodedSplit, ParallelText, SRC_TOKENIZER_FILE,
+    SourceFile, SplitName, SplitStats, SplitsInfo, TGT_TOKENIZER_FILE, TokenizerInfo,
+    TokenizersInfo, load_data_dir, read_data_toml,
+};
+pub use error::{DataError, Result};
+pub use io::{TextFile, atomic_write, read_text_file, sha256_hex};
+pub use prepare::{CorpusSource, DEFAULT_MAX_LEN, DEFAULT_VOCAB_SIZE, PrepareConfig, prepare};
+pub use tokenizer::{SPECIAL_TOKENS, TextTokenizer, TokenizerKind, TokenizerSpec, train_tokenizer};
+pub use zh::ZhScript;

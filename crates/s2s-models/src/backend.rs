@@ -1,0 +1,42 @@
+//! The one place that chooses where tensors live. Cargo features (`cuda`, `wgpu`, `rocm`) add
+//! backends; the pure-Rust CPU backend `flex` is always there and is the default.
+
+use burn::tensor::Device;
+
+/// Parses a device name as given on the command line: `cpu` (flex), `cuda:N`, `wgpu`, `rocm:N`.
+pub fn parse_device(name: &str) -> Result<Device, String> {
+    let (kind, index) = match name.split_once(':') {
+        Some((k, i)) => (
+            k,
+            i.parse::<usize>()
+                .map_err(|_| format!("device index in `{name}` is not a number"))?,
+        ),
+        None => (name, 0),
+    };
+    match kind {
+        "cpu" | "flex" => Ok(Device::flex()),
+        #[cfg(feature = "cuda")]
+        "cuda" => Ok(Device::cuda(index)),
+        #[cfg(feature = "rocm")]
+        "rocm" => Ok(Device::rocm(index)),
+        #[cfg(feature = "wgpu")]
+        "wgpu" => {
+            let _ = index;
+            Ok(Device::wgpu(Default::default()))
+        }
+        other => {
+            let _ = index;
+            Err(format!(
+                "unknown or not compiled-in device `{other}`: use `cpu`, or rebuild with `--features cuda|wgpu|rocm`"
+            ))
+        }
+    }
+}
+
+/// The default device: `S2S_DEVICE` if set, else the CPU.
+pub fn default_device() -> Device {
+    match std::env::var("S2S_DEVICE") {
+        Ok(name) => parse_device(&name).unwrap_or_else(|e| panic!("S2S_DEVICE: {e}")),
+        Err(_) => Device::flex(),
+    }
+}

@@ -1,0 +1,137 @@
+//! The adapter that lets `s2s-search` drive any [`Seq2SeqModel`] through its [`StepModel`] trait:
+//! encode once, then step with incremental state, reordering rows for beams.
+
+use crate::rnn::{DecState, EncCtx};
+use crate::{PaddedIds, Seq2SeqModel, ids_1d};
+use burn::tensor::activation::log_softmax;
+use burn::tensor::{Device, Tensor};
+use s2s_search::step::{StepModel, StepOutput};
+
+/// A trained model on an inference device (no autodiff), ready to be searched.
+pub struct Decoder<'a> {
+    pub model: &'a Seq2SeqModel,
+    pub device: Device,
+    pub pad_id: u32,
+    pub vocab_size: usize,
+}
+
+/// Incremental state of all live rows.
+pub enum DecodeState {
+    Rnn {
+        enc: EncCtx,
+        dec: DecState,
+        src_len: usize,
+    },
+}
+
+impl DecodeState {
+    fn src_len(&self) -> usize {
+        match self {
+            DecodeState::Rnn { src_len, .. } => *src_len,
+        }
+    }
+}
+
+fn to_host(t: Tensor<2>) -> Vec<f32> {
+    t.into_data().try_into_vec::<f32>().expect("float tensor")
+}
+
+impl StepModel for Decoder<'_> {
+    type State = DecodeState;
+
+    fn vocab_size(&self) -> usize {
+        self.vocab_size
+    }
+
+    fn start(&self, sources: &[Vec<u32>]) -> DecodeState {
+        // Sources end with <eos>, as in training batches.
+        let rows: Vec<Vec<u32>> = sources
+            .iter()
+            .map(|s| s.iter().copied().chain([s2s_data::EOS]).collect())
+            .collect();
+        let src = PaddedIds::new(&rows, self.pad_id, &self.device);
+        let src_len = src.ids.dims()[1];
+        match self.model {
+            Seq2SeqModel::Rnn(m) => {
+                let (enc, dec) = m.encode(src.ids, src.pad);
+                DecodeState::Rnn { enc, dec, src_len }
+            }
+        }
+    }
+
+    fn step(&self, state: &mut DecodeState, last_tokens: &[u32]) -> StepOutput {
+        let tokens = ids_1d(last_tokens, &self.device);
+        let src_len = state.src_len();
+        let (logits, attn) = match (self.model, state) {
+            (Seq2SeqModel::Rnn(m), DecodeState::Rnn { enc, dec, .. }) => {
+                let (emb, proj) = m.embed_step(tokens);
+                let prev = std::mem::replace(
+                    dec,
+                    DecState {
+                        layers: Vec::new(),
+                        feed: None,
+                    },
+                );
+                let (features, next, attn) = m.decode_step(enc, prev, emb, proj);
+                *dec = next;
+                (m.logits(features), attn)
+            }
+        };
+        let attention = attn.map(to_host);
+        debug_assert!(
+            attention
+                .as_ref()
+                .is_none_or(|a| a.len() == last_tokens.len() * src_len)
+        );
+        StepOutput {
+            log_probs: to_host(log_softmax(logits, 1)),
+            attention,
+        }
+    }
+
+    fn reorder(&self, state: &mut DecodeState, indices: &[usize]) {
+        let idx: Vec<u32> = indices.iter().map(|&i| i as u32).collect();
+        let idx = ids_1d(&idx, &self.device);
+        match state {
+            DecodeState::Rnn { enc, dec, .. } => {
+                *enc = enc.select_rows(&idx);
+                let prev = std::mem::replace(
+                    dec,
+                    DecState {
+                        layers: Vec::new(),
+                        feed: None,
+                    },
+                );
+                *dec = prev.select_rows(&idx);
+            }
+        }
+    }
+}
+
+/// Decodes many sentences in length-sorted batches of at most `batch_size`, returning each
+/// sentence's n-best in input order. Search is batch-invariant, so the batching only changes speed.
+pub fn translate_all(
+    model: &Seq2SeqModel,
+    device: &Device,
+    vocab_size: usize,
+    sources: &[Vec<u32>],
+    cfg: &s2s_search::SearchConfig,
+    batch_size: usize,
+) -> Result<Vec<Vec<s2s_search::Hypothesis>>, s2s_search::SearchError> {
+    let decoder = Decoder {
+        model,
+        device: device.clone(),
+        pad_id: cfg.special.pad,
+        vocab_size,
+    };
+    let mut order: Vec<usize> = (0..sources.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(sources[i].len()));
+    let mut out: Vec<Vec<s2s_search::Hypothesis>> = vec![Vec::new(); sources.len()];
+    for chunk in order.chunks(batch_size.max(1)) {
+        let batch: Vec<Vec<u32>> = chunk.iter().map(|&i| sources[i].clone()).collect();
+        for (&i, hyps) in chunk.iter().zip(s2s_search::search(&decoder, &batch, cfg)?) {
+            out[i] = hyps;
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,191 @@
+//! Training options and the complete run description written to `MODEL_DIR/config.toml`.
+
+use s2s_models::ModelConfig;
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OptimizerKind {
+    Adam,
+    AdamW,
+}
+
+/// Learning-rate schedule; `lr` is the peak rate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LrSchedule {
+    /// Linear warmup, then constant.
+    Constant,
+    /// Linear warmup, then `lr * sqrt(warmup / step)` (fairseq's inverse_sqrt).
+    InverseSqrt,
+    /// Linear warmup, then linear decay to zero at `max_steps`.
+    Linear,
+}
+
+/// How the teacher-forcing ratio changes with the step (scheduled sampling, Bengio 2015).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TeacherForcingSchedule {
+    /// Always `teacher_forcing`.
+    Constant,
+    /// From 1.0 down to `teacher_forcing` linearly over `tf_decay_steps`.
+    Linear,
+    /// `k / (k + exp(step / k))`, floored at `teacher_forcing`, with `k = tf_decay_steps / 10`.
+    InverseSigmoid,
+}
+
+/// Which validation number picks the best model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BestBy {
+    Bleu,
+    Loss,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TrainConfig {
+    /// Token budget of a batch (padding included, on the longer side).
+    pub max_tokens: usize,
+    /// Most sentences in a batch.
+    pub max_sentences: usize,
+    pub optimizer: OptimizerKind,
+    pub lr: f64,
+    pub beta1: f32,
+    pub beta2: f32,
+    pub weight_decay: f32,
+    pub warmup_steps: usize,
+    pub schedule: LrSchedule,
+    /// Per-parameter gradient-norm clipping (burn clips each tensor); 0 = off.
+    pub clip_norm: f32,
+    pub label_smoothing: f64,
+    /// Probability of feeding the gold previous token (1.0 = full teacher forcing).
+    pub teacher_forcing: f64,
+    pub tf_schedule: TeacherForcingSchedule,
+    pub tf_decay_steps: usize,
+    pub max_epochs: usize,
+    /// 0 = no limit.
+    pub max_steps: usize,
+    /// 0 = no limit.
+    pub max_minutes: f64,
+    /// Validations without improvement before stopping; 0 = never stop early.
+    pub patience: usize,
+    /// Validate every N steps; 0 = at the end of every epoch.
+    pub valid_every: usize,
+    /// Validation sentences decoded for BLEU (0 = all).
+    pub valid_bleu_sentences: usize,
+    pub best_by: BestBy,
+    /// sacreBLEU tokenizer for validation BLEU (`zh` for Chinese targets).
+    pub bleu_tokenize: String,
+    /// Consecutive non-finite losses tolerated before training stops.
+    pub max_bad_steps: usize,
+    pub seed: u64,
+}
+
+impl Default for TrainConfig {
+    fn default() -> Self {
+        Self {
+            max_tokens: 4096,
+            max_sentences: 128,
+            optimizer: OptimizerKind::Adam,
+            lr: 1e-3,
+            beta1: 0.9,
+            beta2: 0.98,
+            weight_decay: 0.0,
+            warmup_steps: 100,
+            schedule: LrSchedule::Constant,
+            clip_norm: 1.0,
+            label_smoothing: 0.1,
+            teacher_forcing: 1.0,
+            tf_schedule: TeacherForcingSchedule::Constant,
+            tf_decay_steps: 10_000,
+            max_epochs: 20,
+            max_steps: 0,
+            max_minutes: 0.0,
+            patience: 5,
+            valid_every: 0,
+            valid_bleu_sentences: 500,
+            best_by: BestBy::Bleu,
+            bleu_tokenize: "13a".into(),
+            max_bad_steps: 5,
+            seed: 1,
+        }
+    }
+}
+
+/// Everything needed to rebuild and continue a run: `MODEL_DIR/config.toml`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunConfig {
+    /// The preset the model started from, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arch: Option<String>,
+    pub src_vocab: usize,
+    pub tgt_vocab: usize,
+    pub model: ModelConfig,
+    pub train: TrainConfig,
+}
+
+/// A `--config FILE.toml`: an optional preset to start from, then overrides.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConfigFile {
+    pub arch: Option<String>,
+    pub model: Option<toml::Table>,
+    pub train: Option<toml::Table>,
+}
+
+/// Merges `overrides` into `base` (tables recursively).
+pub fn merge_toml(base: &mut toml::Table, overrides: &toml::Table) {
+    for (k, v) in overrides {
+        match (base.get_mut(k), v) {
+            (Some(toml::Value::Table(b)), toml::Value::Table(o)) => merge_toml(b, o),
+            _ => {
+                base.insert(k.clone(), v.clone());
+            }
+        }
+    }
+}
+
+/// Resolves `--arch` and/or `--config` into a model and training config.
+pub fn resolve(
+    arch: Option<&str>,
+    file: Option<(&str, &str)>,
+) -> Result<(Option<String>, ModelConfig, TrainConfig), String> {
+    let parsed: ConfigFile = match file {
+        Some((name, text)) => toml::from_str(text).map_err(|e| format!("{name}: {e}"))?,
+        None => ConfigFile::default(),
+    };
+    let arch = arch.map(str::to_string).or(parsed.arch.clone());
+    let mut model = match &arch {
+        Some(a) => {
+            let cfg = s2s_models::preset(a).ok_or_else(|| {
+                format!(
+                    "unknown --arch `{a}`; choose one of: {}",
+                    s2s_models::preset_names().join(", ")
+                )
+            })?;
+            toml::Table::try_from(&cfg).map_err(|e| e.to_string())?
+        }
+        None => toml::Table::new(),
+    };
+    if let Some(m) = &parsed.model {
+        merge_toml(&mut model, m);
+    }
+    if model.is_empty() {
+        return Err("no model given: pass --arch PRESET, or a --config with `arch = ...` or a [model] table".into());
+    }
+    let where_ = file.map(|f| f.0).unwrap_or("--arch");
+    let model: ModelConfig = toml::Value::Table(model)
+        .try_into()
+        .map_err(|e| format!("{where_}: invalid [model]: {e}"))?;
+    model.validate().map_err(|e| format!("{where_}: {e}"))?;
+    let mut train = toml::Table::try_from(TrainConfig::default()).map_err(|e| e.to_string())?;
+    if let Some(t) = &parsed.train {
+        merge_toml(&mut train, t);
+    }
+    let train: TrainConfig = toml::Value::Table(train)
+        .try_into()
+        .map_err(|e| format!("{where_}: invalid [train]: {e}"))?;
+    Ok((arch, model, train))
+}

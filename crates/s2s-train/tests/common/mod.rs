@@ -1,0 +1,128 @@
+//! Shared helpers for training tests: a synthetic digit-reversal corpus prepared with the real
+//! pipeline (`s2s_data::prepare`), and a trainer invocation on it.
+#![allow(dead_code)]
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use s2s_data::{CorpusSource, DataDir, PrepareConfig, TokenizerKind};
+use s2s_train::config::resolve;
+use s2s_train::{Corpus, RunConfig, TrainOptions};
+use std::path::Path;
+
+/// Random digit strings of length `min..=max` and their reversals, as space-separated words.
+pub fn reversal_pairs(n: usize, min: usize, max: usize, seed: u64) -> Vec<(String, String)> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    (0..n)
+        .map(|_| {
+            let len = rng.random_range(min..=max);
+            let digits: Vec<String> = (0..len)
+                .map(|_| rng.random_range(0..10).to_string())
+                .collect();
+            let rev: Vec<String> = digits.iter().rev().cloned().collect();
+            (digits.join(" "), rev.join(" "))
+        })
+        .collect()
+}
+
+fn write_split(dir: &Path, name: &str, pairs: &[(String, String)]) -> CorpusSource {
+    let src = dir.join(format!("{name}.src"));
+    let tgt = dir.join(format!("{name}.tgt"));
+    let join = |f: &dyn Fn(&(String, String)) -> &String| {
+        pairs
+            .iter()
+            .map(|p| f(p).as_str())
+            .collect::<Vec<_>>()
+            .join("\n")
+            + "\n"
+    };
+    std::fs::write(&src, join(&|p| &p.0)).unwrap();
+    std::fs::write(&tgt, join(&|p| &p.1)).unwrap();
+    CorpusSource::Parallel { src, tgt }
+}
+
+/// Writes and prepares a reversal corpus under `root/data`.
+pub fn reversal_data(root: &Path, n_train: usize, max_len: usize) -> DataDir {
+    let raw = root.join("raw");
+    std::fs::create_dir_all(&raw).unwrap();
+    let train = write_split(&raw, "train", &reversal_pairs(n_train, 2, max_len, 1));
+    let valid = write_split(&raw, "valid", &reversal_pairs(100, 2, max_len, 2));
+    let test = write_split(&raw, "test", &reversal_pairs(200, 2, max_len, 3));
+    let mut cfg = PrepareConfig::new(train, root.join("data"));
+    cfg.valid = Some(valid);
+    cfg.test = Some(test);
+    cfg.src_tokenizer = Some(TokenizerKind::Word);
+    cfg.tgt_tokenizer = Some(TokenizerKind::Word);
+    cfg.joint = true;
+    s2s_data::prepare(&cfg, &|_: &str| {}).unwrap();
+    s2s_data::load_data_dir(root.join("data")).unwrap()
+}
+
+/// A run config for `arch` with training overrides given as TOML.
+pub fn run_config(arch: &str, data: &DataDir, train_toml: &str) -> RunConfig {
+    let text = format!("arch = \"{arch}\"\n[train]\n{train_toml}\n");
+    let (arch, model, train) = resolve(None, Some(("test", &text))).unwrap();
+    RunConfig {
+        arch,
+        src_vocab: data.src_tokenizer.vocab_size(),
+        tgt_vocab: data.tgt_tokenizer.vocab_size(),
+        model,
+        train,
+    }
+}
+
+/// Trains `run` on `data` into `model_dir` (which gets the files a real MODEL_DIR has).
+pub fn train(
+    model_dir: &Path,
+    data: &DataDir,
+    run: &RunConfig,
+    resume: bool,
+) -> s2s_train::TrainOutcome {
+    std::fs::create_dir_all(model_dir).unwrap();
+    std::fs::write(model_dir.join("config.toml"), toml::to_string(run).unwrap()).unwrap();
+    let train_split = data.encode(&data.train);
+    let valid_split = data.encode(data.valid.as_ref().unwrap());
+    let refs = data.valid.as_ref().unwrap().tgt.clone();
+    let corpus = Corpus {
+        train: &train_split,
+        valid: Some(&valid_split),
+        valid_refs: &refs,
+        tgt_tokenizer: &data.tgt_tokenizer,
+    };
+    let opts = TrainOptions {
+        resume,
+        progress: false,
+        interrupter: s2s_train::Interrupter::new(),
+    };
+    s2s_train::train(
+        model_dir,
+        run,
+        &corpus,
+        &burn::tensor::Device::flex(),
+        &opts,
+    )
+    .unwrap()
+}
+
+/// Greedy exact-match accuracy of the best model in `model_dir` on the test split.
+pub fn exact_match(model_dir: &Path, data: &DataDir, run: &RunConfig) -> f64 {
+    let device = burn::tensor::Device::flex();
+    let model = s2s_models::Seq2SeqModel::new(&run.model, run.src_vocab, run.tgt_vocab, &device);
+    let model = s2s_models::io::load_weights(model, &model_dir.join("model.safetensors")).unwrap();
+    let test = data.encode(data.test.as_ref().unwrap());
+    let cfg = s2s_search::SearchConfig {
+        strategy: s2s_search::Strategy::Greedy,
+        nbest: 1,
+        max_len: 20,
+        special: s2s_train::trainer::special_tokens(),
+        ..Default::default()
+    };
+    let hyps =
+        s2s_models::decoder::translate_all(&model, &device, run.tgt_vocab, &test.src, &cfg, 64)
+            .unwrap();
+    let correct = hyps
+        .iter()
+        .zip(&test.tgt)
+        .filter(|(h, t)| &h[0].tokens == *t)
+        .count();
+    correct as f64 / test.len() as f64
+}
