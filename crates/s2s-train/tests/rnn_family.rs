@@ -6,8 +6,13 @@ mod common;
 use common::*;
 
 fn learns_reversal(arch: &str, model_toml: &str, steps: usize) {
+    learns_reversal_up_to(arch, model_toml, steps, 6);
+}
+
+/// Reversal of digit strings of 2..=`max_len` digits.
+fn learns_reversal_up_to(arch: &str, model_toml: &str, steps: usize, max_len: usize) {
     let dir = tempfile::tempdir().unwrap();
-    let data = reversal_data(dir.path(), 4000, 6);
+    let data = reversal_data(dir.path(), 4000, max_len);
     let mut run = run_config(
         arch,
         &data,
@@ -36,4 +41,47 @@ fn learns_reversal(arch: &str, model_toml: &str, steps: usize) {
 #[test]
 fn rnnsearch_learns_reversal() {
     learns_reversal("rnnsearch-tiny", "", 600);
+}
+
+#[test]
+fn lstm_encoder_decoder_learns_reversal() {
+    // Sutskever: the encoder's final states initialise the decoder.
+    learns_reversal_up_to("rnn-lstm-tiny", "hidden = 128", 1200, 4);
+}
+
+#[test]
+fn gru_with_context_at_every_step_learns_reversal() {
+    // Cho: context as initial state and at every step.
+    // One fixed vector must hold the whole source: a wider state and shorter strings.
+    learns_reversal_up_to("rnn-gru-cho-tiny", "hidden = 128", 1200, 4);
+}
+
+#[test]
+fn context_at_every_step_without_init_learns_reversal() {
+    learns_reversal_up_to(
+        "rnn-gru-cho-tiny",
+        "context_mode = \"every-step-no-init\"\nbridge = \"linear\"\nhidden = 128",
+        1200,
+        4,
+    );
+}
+
+#[test]
+fn luong_general_with_input_feeding_learns_reversal() {
+    learns_reversal("luong-tiny", "", 800);
+}
+
+#[test]
+fn luong_dot_and_concat_scores_learn_reversal() {
+    learns_reversal("luong-tiny", "score = \"dot\"\ninput_feed = false", 800);
+    learns_reversal(
+        "luong-tiny",
+        "score = \"additive\"\nbidirectional = true\nbridge = \"linear\"",
+        800,
+    );
+}
+
+#[test]
+fn lstm_rnnsearch_learns_reversal() {
+    learns_reversal("rnnsearch-tiny", "cell = \"lstm\"", 600);
 }
