@@ -1,7 +1,9 @@
-//! Weights on disk: safetensors, written atomically, loaded with shape checks that name the tensor.
+//! Weights on disk, written atomically and loaded with shape checks that name the tensor:
+//! safetensors for the best model (portable), burnpack for checkpoints (it keeps parameter ids,
+//! which key the optimiser state, so a resumed optimiser finds its moments).
 
 use crate::Seq2SeqModel;
-use burn::store::{ModuleSnapshot, SafetensorsStore};
+use burn::store::{BurnpackStore, ModuleSnapshot, ModuleStore, SafetensorsStore};
 use std::path::Path;
 
 #[derive(Debug, thiserror::Error)]
@@ -57,12 +59,45 @@ pub fn load_weights(model: Seq2SeqModel, path: &Path) -> Result<Seq2SeqModel, We
 }
 
 pub fn load_weights_bytes(
-    mut model: Seq2SeqModel,
+    model: Seq2SeqModel,
     bytes: Vec<u8>,
     name: &str,
 ) -> Result<Seq2SeqModel, WeightsError> {
-    let mut store = SafetensorsStore::from_bytes(Some(bytes));
-    let result = model.load_from(&mut store).map_err(|e| {
+    apply(model, &mut SafetensorsStore::from_bytes(Some(bytes)), name)
+}
+
+/// Serialises parameters with their ids (burnpack), for checkpoints.
+pub fn checkpoint_to_bytes(model: &Seq2SeqModel) -> Result<Vec<u8>, WeightsError> {
+    let mut store = BurnpackStore::from_bytes(None);
+    model
+        .save_into(&mut store)
+        .map_err(|e| WeightsError::Serialise(e.to_string()))?;
+    Ok(store
+        .get_bytes()
+        .map_err(|e| WeightsError::Serialise(e.to_string()))?
+        .to_vec())
+}
+
+/// Loads a checkpoint written by [`checkpoint_to_bytes`], restoring parameter ids too.
+pub fn load_checkpoint(model: Seq2SeqModel, path: &Path) -> Result<Seq2SeqModel, WeightsError> {
+    let bytes = std::fs::read(path).map_err(|source| WeightsError::Read {
+        path: path.display().to_string(),
+        source,
+    })?;
+    let bytes = burn::tensor::Bytes::from_bytes_vec(bytes);
+    apply(
+        model,
+        &mut BurnpackStore::from_bytes(Some(bytes)),
+        &path.display().to_string(),
+    )
+}
+
+fn apply<S: ModuleStore>(
+    mut model: Seq2SeqModel,
+    store: &mut S,
+    name: &str,
+) -> Result<Seq2SeqModel, WeightsError> {
+    let result = model.load_from(store).map_err(|e| {
         let detail = e.to_string();
         if detail.contains("hape") {
             WeightsError::Mismatch {

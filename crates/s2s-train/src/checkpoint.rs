@@ -13,7 +13,8 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-pub const WEIGHTS: &str = "model.safetensors";
+/// Weights with parameter ids (burnpack), which key the optimiser state.
+pub const WEIGHTS: &str = "model.bpk";
 pub const OPTIMIZER: &str = "optimizer.bpk";
 pub const STATE: &str = "state.json";
 pub const MANIFEST: &str = "manifest.json";

@@ -184,7 +184,7 @@ pub fn train(
     let mut records = metrics::read(&metrics_path)?;
     if opts.resume {
         let dir = checkpoint::locate(model_dir)?;
-        model = s2s_models::io::load_weights(model, &dir.join(WEIGHTS))?;
+        model = s2s_models::io::load_checkpoint(model, &dir.join(WEIGHTS))?;
         let opt_path = dir.join(OPTIMIZER);
         let bytes = std::fs::read(&opt_path).map_err(|e| TrainError::io(&opt_path, e))?;
         let record = OptimizerRecord::from_bytes(burn::tensor::Bytes::from_bytes_vec(bytes))
@@ -229,7 +229,7 @@ pub fn train(
                            optim: &ModuleOptimizer,
                            st: &TrainerState|
      -> Result<(), TrainError> {
-        let weights = s2s_models::io::weights_to_bytes(model)?;
+        let weights = s2s_models::io::checkpoint_to_bytes(model)?;
         let opt = optim
             .to_record()
             .into_bytes()
@@ -298,10 +298,12 @@ pub fn train(
             st.batch_in_epoch += 1;
             if !loss_value.is_finite() {
                 st.bad_steps += 1;
-                bar.println(format!(
-                    "warning: non-finite loss at step {}; the step is skipped",
-                    st.step + 1
-                ));
+                bar.suspend(|| {
+                    eprintln!(
+                        "warning: non-finite loss at step {}; the step is skipped",
+                        st.step + 1
+                    )
+                });
                 if st.bad_steps >= cfg.max_bad_steps.max(1) {
                     return Err(TrainError::Diverged(st.bad_steps, st.step + 1));
                 }
@@ -422,7 +424,8 @@ fn validation_point(
         lr: learning_rate(cfg, st.step.max(1)),
         teacher_forcing: teacher_forcing_ratio(cfg, st.step),
     };
-    bar.println(format!(
+    // `suspend` prints even when the bar is hidden (stderr is not a terminal).
+    bar.suspend(|| eprintln!(
         "step {} epoch {}: train loss {:.3}, valid loss {:.3}, ppl {:.2}, BLEU {:.2}, {:.0} tok/s",
         record.step,
         record.epoch,

@@ -1,0 +1,115 @@
+//! Exact resume: N steps in one run equal N/2 steps, then `--resume` for N/2 more — same final
+//! parameters and optimiser state, bit for bit, and the same logged losses. Dropout and scheduled
+//! sampling are on, so their random streams must continue exactly too.
+
+mod common;
+
+use common::*;
+use s2s_train::checkpoint;
+use std::sync::Mutex;
+
+/// burn's random generator is process-wide, so tests that compare random streams run one at a time.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn config(data: &s2s_data::DataDir, max_steps: usize) -> s2s_train::RunConfig {
+    let text = format!(
+        "arch = \"rnnsearch-tiny\"\n[model]\ndropout = 0.3\n[train]\nmax_steps = {max_steps}\nmax_tokens = 600\nlr = 3e-3\nwarmup_steps = 5\nschedule = \"inverse-sqrt\"\nteacher_forcing = 0.5\nvalid_every = 10\nvalid_bleu_sentences = 20\npatience = 0\n"
+    );
+    let (arch, model, train) = s2s_train::config::resolve(None, Some(("test", &text))).unwrap();
+    s2s_train::RunConfig {
+        arch,
+        src_vocab: data.src_tokenizer.vocab_size(),
+        tgt_vocab: data.tgt_tokenizer.vocab_size(),
+        model,
+        train,
+    }
+}
+
+#[test]
+fn resuming_halfway_gives_the_same_model_and_losses() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let data = reversal_data(dir.path(), 600, 6);
+    let straight = dir.path().join("straight");
+    let out = train(&straight, &data, &config(&data, 40), false);
+    assert_eq!(out.state.step, 40);
+
+    let halves = dir.path().join("halves");
+    let first = train(&halves, &data, &config(&data, 20), false);
+    assert_eq!(first.state.step, 20);
+    let second = train(&halves, &data, &config(&data, 40), true);
+    assert_eq!(second.state.step, 40);
+    assert_eq!(second.state.epoch, out.state.epoch);
+    assert_eq!(second.state.batch_in_epoch, out.state.batch_in_epoch);
+
+    let a = s2s_train::metrics::read(&straight.join("metrics.jsonl")).unwrap();
+    let b = s2s_train::metrics::read(&halves.join("metrics.jsonl")).unwrap();
+    assert_eq!(a.len(), 4);
+    assert_eq!(a.len(), b.len());
+    for (x, y) in a.iter().zip(&b) {
+        assert_eq!((x.step, x.epoch), (y.step, y.epoch));
+        assert_eq!(
+            x.train_loss.to_bits(),
+            y.train_loss.to_bits(),
+            "train loss at step {}",
+            x.step
+        );
+        assert_eq!(
+            x.valid_loss.to_bits(),
+            y.valid_loss.to_bits(),
+            "valid loss at step {}",
+            x.step
+        );
+        assert_eq!(
+            x.valid_bleu.to_bits(),
+            y.valid_bleu.to_bits(),
+            "valid BLEU at step {}",
+            x.step
+        );
+    }
+    // Compare tensors, not files: safetensors metadata order is not fixed.
+    let tensors = |d: &std::path::Path| {
+        let device = burn::tensor::Device::flex();
+        let run = config(&data, 40);
+        let m = s2s_models::Seq2SeqModel::new(&run.model, run.src_vocab, run.tgt_vocab, &device);
+        let m = s2s_models::io::load_checkpoint(m, &d.join("checkpoint").join(checkpoint::WEIGHTS))
+            .unwrap();
+        use burn::store::ModuleSnapshot;
+        let mut out: Vec<(String, Vec<u8>)> = m
+            .collect(None, None, false)
+            .into_iter()
+            .map(|t| {
+                let (name, _, _, _, bytes) = t.into_parts().unwrap();
+                (name, bytes.to_vec())
+            })
+            .collect();
+        out.sort_by(|x, y| x.0.cmp(&y.0));
+        out
+    };
+    let (ta, tb) = (tensors(&straight), tensors(&halves));
+    assert_eq!(ta.len(), tb.len());
+    for ((na, va), (nb, vb)) in ta.iter().zip(&tb) {
+        assert_eq!(na, nb);
+        assert!(va == vb, "parameter {na} differs after resume");
+    }
+}
+
+#[test]
+fn a_corrupted_checkpoint_is_refused_with_the_file_named() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let data = reversal_data(dir.path(), 200, 5);
+    let model_dir = dir.path().join("model");
+    train(&model_dir, &data, &config(&data, 10), false);
+    let weights = model_dir.join("checkpoint").join(checkpoint::WEIGHTS);
+    let mut bytes = std::fs::read(&weights).unwrap();
+    bytes.truncate(bytes.len() / 2);
+    std::fs::write(&weights, &bytes).unwrap();
+    let err = checkpoint::locate(&model_dir).unwrap_err().to_string();
+    assert!(
+        err.contains(checkpoint::WEIGHTS) && err.contains("corrupted"),
+        "{err}"
+    );
+    // Nothing was changed by the failed attempt.
+    assert_eq!(std::fs::read(&weights).unwrap(), bytes);
+}
