@@ -222,7 +222,6 @@ pub fn train(
     let started = Instant::now();
     let elapsed_before = st.elapsed_sec;
     let elapsed = |st_start: f64| st_start + started.elapsed().as_secs_f64();
-    let mut last = records.last().cloned();
     let mut since_valid = Instant::now();
 
     let save_checkpoint = |model: &Seq2SeqModel,
@@ -243,6 +242,18 @@ pub fn train(
                 (STATE, state),
             ],
         )
+    };
+
+    // Validate, log, keep the best model, then checkpoint: the checkpoint includes the result.
+    let checkpointed_validation = |model: &Seq2SeqModel,
+                                   optim: &ModuleOptimizer,
+                                   st: &mut TrainerState,
+                                   records: &mut Vec<MetricsRecord>|
+     -> Result<Option<StopReason>, TrainError> {
+        st.elapsed_sec = elapsed(elapsed_before);
+        let stop = validation_point(model, device, run, corpus, model_dir, st, records, &bar)?;
+        save_checkpoint(model, optim, st)?;
+        Ok(stop)
     };
 
     let reason = 'outer: loop {
@@ -267,7 +278,7 @@ pub fn train(
                 return Ok(TrainOutcome {
                     reason: StopReason::Interrupted,
                     state: st,
-                    last,
+                    last: records.last().cloned(),
                 });
             }
             let step_start = Instant::now();
@@ -329,46 +340,20 @@ pub fn train(
                 lr
             ));
             if cfg.valid_every > 0 && st.step % cfg.valid_every == 0 {
-                st.elapsed_sec = elapsed(elapsed_before);
-                if let Some(stop) = validation_point(
-                    &model,
-                    device,
-                    run,
-                    corpus,
-                    model_dir,
-                    &mut st,
-                    &mut records,
-                    &bar,
-                )? {
-                    last = records.last().cloned();
-                    save_checkpoint(&model, &optim, &st)?;
+                if let Some(stop) = checkpointed_validation(&model, &optim, &mut st, &mut records)?
+                {
                     break 'outer stop;
                 }
-                last = records.last().cloned();
-                save_checkpoint(&model, &optim, &st)?;
                 since_valid = Instant::now();
             }
         }
         st.epoch += 1;
         st.batch_in_epoch = 0;
         if cfg.valid_every == 0 {
-            st.elapsed_sec = elapsed(elapsed_before);
-            let stop = validation_point(
-                &model,
-                device,
-                run,
-                corpus,
-                model_dir,
-                &mut st,
-                &mut records,
-                &bar,
-            )?;
-            last = records.last().cloned();
-            save_checkpoint(&model, &optim, &st)?;
-            since_valid = Instant::now();
-            if let Some(stop) = stop {
+            if let Some(stop) = checkpointed_validation(&model, &optim, &mut st, &mut records)? {
                 break stop;
             }
+            since_valid = Instant::now();
         }
     };
     // A final validation if steps were taken since the last one, so the best model reflects them.
@@ -384,7 +369,6 @@ pub fn train(
             &mut records,
             &bar,
         )?;
-        last = records.last().cloned();
     }
     st.finished = true;
     st.elapsed_sec = elapsed(elapsed_before);
@@ -393,7 +377,7 @@ pub fn train(
     Ok(TrainOutcome {
         reason,
         state: st,
-        last,
+        last: records.last().cloned(),
     })
 }
 
