@@ -28,6 +28,10 @@ enum Command {
     Translate(cmd::translate::TranslateArgs),
     /// Score a hypothesis file against one or more references (sacreBLEU-compatible).
     Eval(cmd::eval::EvalArgs),
+    /// Start the HTTP API and the web page (with attention heatmaps) for a trained model.
+    Serve(cmd::serve::ServeArgs),
+    /// Draw training curves (loss, validation BLEU, learning rate) from metrics.jsonl as SVG.
+    Plot(cmd::plot::PlotArgs),
 }
 
 fn main() {
@@ -38,6 +42,8 @@ fn main() {
         Command::Train(args) => cmd::train::run(args),
         Command::Translate(args) => cmd::translate::run(args),
         Command::Eval(args) => cmd::eval::run(args),
+        Command::Serve(args) => cmd::serve::run(args),
+        Command::Plot(args) => cmd::plot::run(args),
     };
     if let Err(err) = result {
         eprintln!("error: {err:#}");

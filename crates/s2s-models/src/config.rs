@@ -1,8 +1,10 @@
 //! Model configs and the named presets of the interface document (`--arch`).
 
 use crate::attention::Score;
+use crate::convs2s::ConvS2SConfig;
 use crate::rnn::model::Bridge;
 use crate::rnn::{CellKind, ContextMode, RnnAttention, RnnConfig};
+use crate::transformer::{Positions, TransformerConfig};
 use serde::{Deserialize, Serialize};
 
 /// An architecture and its hyperparameters, as written to `config.toml` under `[model]`.
@@ -10,12 +12,26 @@ use serde::{Deserialize, Serialize};
 #[serde(tag = "type", rename_all = "lowercase")]
 pub enum ModelConfig {
     Rnn(RnnConfig),
+    Transformer(TransformerConfig),
+    #[serde(rename = "convs2s")]
+    ConvS2S(ConvS2SConfig),
 }
 
 impl ModelConfig {
     pub fn validate(&self) -> Result<(), String> {
         match self {
             ModelConfig::Rnn(c) => c.validate(),
+            ModelConfig::Transformer(c) => c.validate(),
+            ModelConfig::ConvS2S(c) => c.validate(),
+        }
+    }
+
+    /// Checks what depends on the data's vocabularies (a Transformer's `share_embeddings` needs
+    /// one joint vocabulary).
+    pub fn check_vocab(&self, src_vocab: usize, tgt_vocab: usize) -> Result<(), String> {
+        match self {
+            ModelConfig::Transformer(c) => c.check_vocab(src_vocab, tgt_vocab),
+            _ => Ok(()),
         }
     }
 }
@@ -34,7 +50,76 @@ pub fn preset_names() -> Vec<&'static str> {
     ] {
         names.push(tiny);
     }
+    names.extend([
+        "transformer-tiny",
+        "transformer-small",
+        "transformer-base",
+        "convs2s-tiny",
+        "convs2s-small",
+    ]);
     names
+}
+
+/// A post-norm Transformer with sinusoidal positions and a tied output projection. Embeddings are
+/// not shared by default: that needs a joint vocabulary (`prepare --joint`), so configs for joint
+/// data set `share_embeddings = true` themselves.
+fn transformer(
+    d: usize,
+    heads: usize,
+    layers: usize,
+    ffn: usize,
+    dropout: f64,
+) -> TransformerConfig {
+    TransformerConfig {
+        d_model: d,
+        heads,
+        enc_layers: layers,
+        dec_layers: layers,
+        ffn_dim: ffn,
+        dropout,
+        attention_dropout: 0.0,
+        activation_dropout: 0.0,
+        positions: Positions::Sinusoidal,
+        max_positions: 1024,
+        pre_norm: false,
+        share_embeddings: false,
+        tie_output: true,
+        alignment_layer: None,
+    }
+}
+
+fn convs2s(emb: usize, hidden: usize, layers: usize, dropout: f64) -> ConvS2SConfig {
+    ConvS2SConfig {
+        emb_dim: emb,
+        hidden,
+        enc_layers: layers,
+        dec_layers: layers,
+        kernel: 3,
+        out_dim: emb,
+        dropout,
+        max_positions: 1024,
+        alignment_layer: None,
+    }
+}
+
+/// The Transformer and ConvS2S presets.
+fn non_recurrent(name: &str) -> Option<ModelConfig> {
+    Some(match name {
+        // For tests and smoke runs.
+        "transformer-tiny" => ModelConfig::Transformer(transformer(64, 2, 2, 128, 0.0)),
+        // The Multi30k anchor's recipe (d 256, 4 heads, 3+3 layers, FFN 1024, dropout 0.1).
+        "transformer-small" => ModelConfig::Transformer(transformer(256, 4, 3, 1024, 0.1)),
+        // Vaswani 2017's base model.
+        "transformer-base" => ModelConfig::Transformer(transformer(512, 8, 6, 2048, 0.1)),
+        "convs2s-tiny" => ModelConfig::ConvS2S(ConvS2SConfig {
+            max_positions: 256,
+            ..convs2s(64, 64, 3, 0.0)
+        }),
+        // Gehring 2017 uses 512-768 channels and 15-20 layers; this is a size that trains on a
+        // few CPU cores in about the time of `transformer-small`.
+        "convs2s-small" => ModelConfig::ConvS2S(convs2s(256, 256, 8, 0.1)),
+        _ => return None,
+    })
 }
 
 fn rnn(cell: CellKind, emb: usize, hidden: usize, layers: usize) -> RnnConfig {
@@ -58,6 +143,9 @@ fn rnn(cell: CellKind, emb: usize, hidden: usize, layers: usize) -> RnnConfig {
 
 /// The config of a named preset, or `None` for an unknown name.
 pub fn preset(name: &str) -> Option<ModelConfig> {
+    if name.starts_with("transformer") || name.starts_with("convs2s") {
+        return non_recurrent(name);
+    }
     let (base, tiny) = match name.strip_suffix("-tiny") {
         Some(b) => (b, true),
         None => (name, false),
@@ -115,5 +203,59 @@ mod tests {
             assert_eq!(back, cfg, "{name}");
         }
         assert!(preset("no-such-model").is_none());
+        assert!(preset("transformer-base-tiny").is_none());
+        for (name, tag) in [
+            ("transformer-small", "type = \"transformer\""),
+            ("convs2s-small", "type = \"convs2s\""),
+        ] {
+            let text = toml::to_string(&preset(name).unwrap()).unwrap();
+            assert!(text.contains(tag), "{name}: {text}");
+        }
+    }
+
+    #[test]
+    fn unknown_fields_and_bad_values_are_config_errors() {
+        let mut text = toml::to_string(&preset("transformer-tiny").unwrap()).unwrap();
+        text.push_str("no_such_field = 1\n");
+        assert!(toml::from_str::<ModelConfig>(&text).is_err());
+        let mut text = toml::to_string(&preset("convs2s-tiny").unwrap()).unwrap();
+        text.push_str("no_such_field = 1\n");
+        assert!(toml::from_str::<ModelConfig>(&text).is_err());
+
+        let Some(ModelConfig::Transformer(t)) = preset("transformer-tiny") else {
+            unreachable!()
+        };
+        let bad = TransformerConfig {
+            heads: 3,
+            ..t.clone()
+        };
+        assert!(bad.validate().unwrap_err().contains("multiple of heads"));
+        let shared = ModelConfig::Transformer(TransformerConfig {
+            share_embeddings: true,
+            ..t
+        });
+        shared.validate().unwrap();
+        assert!(shared.check_vocab(10, 10).is_ok());
+        assert!(shared.check_vocab(10, 12).unwrap_err().contains("joint"));
+
+        let Some(ModelConfig::ConvS2S(c)) = preset("convs2s-tiny") else {
+            unreachable!()
+        };
+        assert!(
+            ConvS2SConfig {
+                kernel: 4,
+                ..c.clone()
+            }
+            .validate()
+            .is_err()
+        );
+        assert!(
+            ConvS2SConfig {
+                alignment_layer: Some(3),
+                ..c
+            }
+            .validate()
+            .is_err()
+        );
     }
 }

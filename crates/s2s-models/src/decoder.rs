@@ -1,7 +1,9 @@
 //! The adapter that lets `s2s-search` drive any [`Seq2SeqModel`] through its [`StepModel`] trait:
 //! encode once, then step with incremental state, reordering rows for beams.
 
+use crate::convs2s::ConvS2SState;
 use crate::rnn::{DecState, EncCtx};
+use crate::transformer::TransformerState;
 use crate::{PaddedIds, Seq2SeqModel, ids_1d};
 use burn::tensor::activation::log_softmax;
 use burn::tensor::{Device, Tensor};
@@ -16,18 +18,30 @@ pub struct Decoder<'a> {
 }
 
 /// Incremental state of all live rows.
+// One value per search call, mostly tensor handles: variant sizes do not matter.
+#[allow(clippy::large_enum_variant)]
 pub enum DecodeState {
     Rnn {
         enc: EncCtx,
         dec: DecState,
         src_len: usize,
     },
+    /// Per layer: the self-attention KV cache of the prefix and the cross-attention K/V of the
+    /// encoder output.
+    Transformer {
+        state: TransformerState,
+        src_len: usize,
+    },
+    /// The attention memory and, per decoder layer, the last `kernel - 1` convolution inputs.
+    ConvS2S { state: ConvS2SState, src_len: usize },
 }
 
 impl DecodeState {
     fn src_len(&self) -> usize {
         match self {
-            DecodeState::Rnn { src_len, .. } => *src_len,
+            DecodeState::Rnn { src_len, .. }
+            | DecodeState::Transformer { src_len, .. }
+            | DecodeState::ConvS2S { src_len, .. } => *src_len,
         }
     }
 }
@@ -56,6 +70,14 @@ impl StepModel for Decoder<'_> {
                 let (enc, dec) = m.encode(src.ids, src.pad);
                 DecodeState::Rnn { enc, dec, src_len }
             }
+            Seq2SeqModel::Transformer(m) => DecodeState::Transformer {
+                state: m.start(src.ids, src.pad),
+                src_len,
+            },
+            Seq2SeqModel::ConvS2S(m) => DecodeState::ConvS2S {
+                state: m.start(src.ids, src.pad),
+                src_len,
+            },
         }
     }
 
@@ -76,6 +98,15 @@ impl StepModel for Decoder<'_> {
                 *dec = next;
                 (m.logits(features), attn)
             }
+            (Seq2SeqModel::Transformer(m), DecodeState::Transformer { state, .. }) => {
+                let (logits, attn) = m.step(state, tokens);
+                (logits, Some(attn))
+            }
+            (Seq2SeqModel::ConvS2S(m), DecodeState::ConvS2S { state, .. }) => {
+                let (logits, attn) = m.step(state, tokens);
+                (logits, Some(attn))
+            }
+            _ => panic!("decode state does not belong to this model"),
         };
         let attention = attn.map(to_host);
         debug_assert!(
@@ -104,6 +135,8 @@ impl StepModel for Decoder<'_> {
                 );
                 *dec = prev.select_rows(&idx);
             }
+            DecodeState::Transformer { state, .. } => *state = state.select_rows(&idx),
+            DecodeState::ConvS2S { state, .. } => *state = state.select_rows(&idx),
         }
     }
 }

@@ -1,12 +1,16 @@
-//! Burn modules for s2s: the recurrent family (basic encoder-decoder, RNNsearch, Luong), their
-//! configs and named presets, and the adapter that lets `s2s-search` decode any of them.
+//! Burn modules for s2s: the recurrent family (basic encoder-decoder, RNNsearch, Luong), the
+//! Transformer and ConvS2S, their configs and named presets, and the adapter that lets
+//! `s2s-search` decode any of them.
 
 pub mod attention;
 pub mod backend;
 pub mod config;
+pub mod convs2s;
 pub mod decoder;
+pub mod init;
 pub mod io;
 pub mod rnn;
+pub mod transformer;
 
 pub use config::{ModelConfig, preset, preset_names};
 pub use decoder::Decoder;
@@ -16,21 +20,49 @@ use burn::tensor::{Bool, Device, Int, Tensor, TensorData};
 
 /// Every architecture s2s can train, behind one type so the trainer, the search adapter and the
 /// server need no generics over models.
+// One model per process (or per loaded checkpoint): the variants' sizes do not matter, and burn's
+// `Module` derive does not see through a `Box`.
+#[allow(clippy::large_enum_variant)]
 #[derive(Module, Debug)]
 pub enum Seq2SeqModel {
     Rnn(rnn::RnnSeq2Seq),
+    Transformer(transformer::TransformerSeq2Seq),
+    ConvS2S(convs2s::ConvS2S),
 }
 
 impl Seq2SeqModel {
+    /// Builds a model. Panics with the config's own message when it does not fit the vocabularies
+    /// (see [`ModelConfig::check_vocab`]; [`Seq2SeqModel::try_new`] returns it instead).
     pub fn new(cfg: &ModelConfig, src_vocab: usize, tgt_vocab: usize, device: &Device) -> Self {
-        match cfg {
+        Self::try_new(cfg, src_vocab, tgt_vocab, device).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// Builds a model, or says why the config does not fit the vocabularies.
+    pub fn try_new(
+        cfg: &ModelConfig,
+        src_vocab: usize,
+        tgt_vocab: usize,
+        device: &Device,
+    ) -> Result<Self, String> {
+        cfg.check_vocab(src_vocab, tgt_vocab)?;
+        Ok(match cfg {
             ModelConfig::Rnn(c) => {
                 Seq2SeqModel::Rnn(rnn::RnnSeq2Seq::new(c, src_vocab, tgt_vocab, device))
             }
-        }
+            ModelConfig::Transformer(c) => Seq2SeqModel::Transformer(
+                transformer::TransformerSeq2Seq::new(c, src_vocab, tgt_vocab, device),
+            ),
+            ModelConfig::ConvS2S(c) => {
+                Seq2SeqModel::ConvS2S(convs2s::ConvS2S::new(c, src_vocab, tgt_vocab, device))
+            }
+        })
     }
 
     /// Teacher-forced logits `[batch, tgt_len, vocab]` (see [`rnn::RnnSeq2Seq::forward_teacher`]).
+    ///
+    /// `feed_gold` (scheduled sampling) applies to the recurrent models only. The Transformer and
+    /// ConvS2S always use full teacher forcing, the whole target in one parallel pass, and ignore
+    /// it: feeding their own predictions would need a sequential pass per step.
     pub fn forward_teacher(
         &self,
         src: &PaddedIds,
@@ -40,6 +72,14 @@ impl Seq2SeqModel {
         match self {
             Seq2SeqModel::Rnn(m) => {
                 m.forward_teacher(src.ids.clone(), src.pad.clone(), tgt_in, feed_gold)
+                    .0
+            }
+            Seq2SeqModel::Transformer(m) => {
+                m.forward_teacher(src.ids.clone(), src.pad.clone(), tgt_in)
+                    .0
+            }
+            Seq2SeqModel::ConvS2S(m) => {
+                m.forward_teacher(src.ids.clone(), src.pad.clone(), tgt_in)
                     .0
             }
         }

@@ -91,9 +91,13 @@ fn loss(m: &Seq2SeqModel, device: &Device) -> Tensor<1> {
     (lp.gather(1, tgt_out.reshape([8, 1])) * mask).sum().neg()
 }
 
+/// Picks one weight matrix out of a recurrent model.
+type WeightOf = fn(&mut RnnSeq2Seq) -> &mut Param<Tensor<2>>;
+
 fn rnnsearch(m: &mut Seq2SeqModel) -> &mut RnnSeq2Seq {
     match m {
         Seq2SeqModel::Rnn(r) => r,
+        _ => unreachable!("built from an RNN preset"),
     }
 }
 
@@ -103,6 +107,7 @@ fn attention_decoder_gradients_match_finite_differences() {
     let device = Device::flex().autodiff();
     let mut cfg = match preset("rnnsearch-tiny").unwrap() {
         ModelConfig::Rnn(c) => c,
+        _ => unreachable!("an RNN preset"),
     };
     cfg.emb_dim = 6;
     cfg.hidden = 5;
@@ -112,7 +117,7 @@ fn attention_decoder_gradients_match_finite_differences() {
     let mut m = Seq2SeqModel::new(&ModelConfig::Rnn(cfg), VOCAB, VOCAB, &device);
     let grads = loss(&m, &device).backward();
     // The attention energy vector v and the decoder's recurrent weights.
-    let params: Vec<(&str, fn(&mut RnnSeq2Seq) -> &mut Param<Tensor<2>>)> = vec![
+    let params: Vec<(&str, WeightOf)> = vec![
         ("attention.v", |r| {
             &mut r.attention.as_mut().unwrap().v.as_mut().unwrap().weight
         }),

@@ -1,1 +1,30 @@
+//! `s2s serve`: an HTTP API and a web page for a trained model, with dynamic batching; and the
+//! pictures of `s2s translate --attention-plot` and `s2s plot`.
+//!
+//! - [`api`]: the JSON shapes and request validation;
+//! - [`engine`]: the model worker thread and dynamic batching;
+//! - [`server`]: routes, JSON errors, limits, logging, graceful shutdown;
+//! - [`page`]: the embedded web page;
+//! - [`plot`]: SVG heatmaps and training curves (plotters).
+//!
+//! # HTTP
+//! | route | |
+//! |---|---|
+//! | `GET /` | the web page (HTML, with `/app.js` and `/style.css`) |
+//! | `GET /health` | `{"status": "ok", "model": {arch, src_vocab, tgt_vocab, params, ...}, "limits": {...}}` |
+//! | `POST /v1/translate` | see [`api`] |
+//!
+//! Every error is `{"error": "..."}`: 400 malformed JSON, wrong types, unknown fields or options
+//! out of range; 413 body over `--max-body-bytes`; 422 a sentence over `--max-tokens` or more
+//! than `--max-sentences` sentences; 503 the queue is full (`--queue`); 504 no result within
+//! `--timeout-ms`.
 
+pub mod api;
+pub mod engine;
+pub mod page;
+pub mod plot;
+pub mod server;
+
+pub use api::{Limits, SearchOptions, TranslateRequest, TranslateResponse};
+pub use engine::{Engine, EngineConfig, ModelInfo};
+pub use server::{RequestLog, ServeConfig, Server, run};

@@ -1,6 +1,8 @@
 //! One module per subcommand.
 pub mod eval;
+pub mod plot;
 pub mod prepare;
 pub mod quickstart;
+pub mod serve;
 pub mod train;
 pub mod translate;

@@ -113,6 +113,11 @@ pub fn run(args: TrainArgs) -> Result<()> {
             train,
         };
         apply_limits(&mut run, &args);
+        run.model
+            .check_vocab(run.src_vocab, run.tgt_vocab)
+            .map_err(|e| {
+                anyhow::anyhow!("{e} (prepare the data with --joint to share embeddings)")
+            })?;
         std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
         let text = toml::to_string(&run)?;
         s2s_data::atomic_write(out.join(CONFIG), text.as_bytes())

@@ -129,10 +129,16 @@ pub struct TranslateArgs {
     pub batch_size: usize,
     #[arg(long, default_value = "cpu")]
     pub device: String,
+    /// Write an attention heatmap (SVG) of each sentence's best translation. With one input line
+    /// it goes to FILE itself; with several, to FILE numbered by line: out.svg becomes out.1.svg,
+    /// out.2.svg, ...
+    #[arg(long, value_name = "FILE.svg")]
+    pub attention_plot: Option<PathBuf>,
 }
 
 pub fn run(args: TranslateArgs) -> Result<()> {
-    let cfg = args.search.to_config()?;
+    let mut cfg = args.search.to_config()?;
+    cfg.return_attention = args.attention_plot.is_some();
     let device = s2s_models::backend::parse_device(&args.device).map_err(anyhow::Error::msg)?;
     let loaded = s2s_train::model_dir::load(&args.model, &device)?;
     let (bytes, name) = match &args.input {
@@ -198,5 +204,11 @@ pub fn run(args: TranslateArgs) -> Result<()> {
         }
     }
     out.flush()?;
+    if let Some(path) = &args.attention_plot {
+        for p in s2s_serve::plot::write_attention_plots(path, &loaded, &lines, &sources, &results)?
+        {
+            eprintln!("wrote {}", p.display());
+        }
+    }
     Ok(())
 }

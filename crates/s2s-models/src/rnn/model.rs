@@ -168,7 +168,7 @@ impl RnnSeq2Seq {
             RnnAttention::Luong => cfg.input_feed.then_some(h),
             RnnAttention::None => match cfg.context_mode {
                 ContextMode::Init => None,
-                _ => Some(if cfg.bridge == Bridge::Last { h } else { h }),
+                _ => Some(h),
             },
         };
         let features = match cfg.attention {

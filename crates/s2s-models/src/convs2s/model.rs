@@ -1,0 +1,132 @@
+//! [`ConvS2S`]: embeddings, the convolutional encoder and decoder, a parallel teacher-forced pass
+//! and an incremental step that keeps the last `kernel - 1` inputs of every decoder layer.
+
+use burn::module::Module;
+use burn::tensor::{Bool, Device, Int, Tensor};
+
+use super::ConvS2SConfig;
+use super::attention::ConvMemory;
+use super::decoder::ConvDecoder;
+use super::embedding::ConvEmbedding;
+use super::encoder::ConvEncoder;
+
+/// Incremental decoding state of all live rows (rows on axis 0 of every tensor).
+#[derive(Clone, Debug)]
+pub struct ConvS2SState {
+    pub memory: ConvMemory,
+    /// Per decoder layer: its last `kernel - 1` convolution inputs `[rows, kernel - 1, hidden]`,
+    /// oldest first; zeros before the first step, exactly the causal padding of the full pass.
+    pub buffers: Vec<Tensor<3>>,
+    /// Positions decoded so far.
+    pub steps: usize,
+}
+
+impl ConvS2SState {
+    pub fn select_rows(&self, idx: &Tensor<1, Int>) -> ConvS2SState {
+        ConvS2SState {
+            memory: self.memory.select_rows(idx),
+            buffers: self
+                .buffers
+                .iter()
+                .map(|b| b.clone().select(0, idx.clone()))
+                .collect(),
+            steps: self.steps,
+        }
+    }
+}
+
+#[derive(Module, Debug)]
+pub struct ConvS2S {
+    pub src_embed: ConvEmbedding,
+    pub tgt_embed: ConvEmbedding,
+    pub encoder: ConvEncoder,
+    pub decoder: ConvDecoder,
+    #[module(skip)]
+    pub cfg: ConvS2SConfig,
+}
+
+impl ConvS2S {
+    pub fn new(cfg: &ConvS2SConfig, src_vocab: usize, tgt_vocab: usize, device: &Device) -> Self {
+        let embed =
+            |v: usize| ConvEmbedding::new(v, cfg.emb_dim, cfg.max_positions, cfg.dropout, device);
+        Self {
+            src_embed: embed(src_vocab),
+            tgt_embed: embed(tgt_vocab),
+            encoder: ConvEncoder::new(cfg, device),
+            decoder: ConvDecoder::new(cfg, tgt_vocab, device),
+            cfg: cfg.clone(),
+        }
+    }
+
+    /// Encodes `src: [batch, src_len]` with `pad` (true at padding) into the attention memory.
+    pub fn encode(&self, src: Tensor<2, Int>, pad: Tensor<2, Bool>) -> ConvMemory {
+        self.encoder.forward(self.src_embed.forward(src, 0), pad)
+    }
+
+    /// The reported attention: one layer's, or the mean over layers (fairseq's default).
+    fn report(&self, mut attns: Vec<Tensor<3>>) -> Tensor<3> {
+        match self.cfg.alignment_layer {
+            Some(l) => attns.swap_remove(l.min(attns.len() - 1)),
+            None => {
+                let n = attns.len();
+                attns
+                    .into_iter()
+                    .reduce(|a, b| a + b)
+                    .expect("at least one decoder layer")
+                    .div_scalar(n as f64)
+            }
+        }
+    }
+
+    /// Teacher-forced pass over the whole target: logits `[batch, tgt_len, vocab]` and the
+    /// reported attention `[batch, tgt_len, src_len]`.
+    pub fn forward_teacher(
+        &self,
+        src: Tensor<2, Int>,
+        src_pad: Tensor<2, Bool>,
+        tgt_in: Tensor<2, Int>,
+    ) -> (Tensor<3>, Tensor<3>) {
+        let memory = self.encode(src, src_pad);
+        let emb = self.tgt_embed.forward(tgt_in, 0);
+        let (logits, attns) = self
+            .decoder
+            .forward(emb, &memory, |_, conv, x| conv.forward(x));
+        (logits, self.report(attns))
+    }
+
+    /// The state before the first step.
+    pub fn start(&self, src: Tensor<2, Int>, pad: Tensor<2, Bool>) -> ConvS2SState {
+        let [rows, _] = src.dims();
+        let device = src.device();
+        let memory = self.encode(src, pad);
+        let width = self.cfg.kernel - 1;
+        ConvS2SState {
+            memory,
+            buffers: (0..self.cfg.dec_layers)
+                .map(|_| Tensor::zeros([rows, width, self.cfg.hidden], &device))
+                .collect(),
+            steps: 0,
+        }
+    }
+
+    /// One step: `tokens: [rows]` are the previous tokens. Returns logits `[rows, vocab]` and the
+    /// reported attention `[rows, src_len]`.
+    pub fn step(&self, state: &mut ConvS2SState, tokens: Tensor<1, Int>) -> (Tensor<2>, Tensor<2>) {
+        let [rows] = tokens.dims();
+        let emb = self
+            .tgt_embed
+            .forward(tokens.reshape([rows, 1]), state.steps);
+        let width = self.cfg.kernel - 1;
+        let buffers = &mut state.buffers;
+        let (logits, attns) = self.decoder.forward(emb, &state.memory, |l, conv, x| {
+            let window = Tensor::cat(vec![buffers[l].clone(), x], 1);
+            buffers[l] = window.clone().narrow(1, 1, width);
+            conv.step(window)
+        });
+        state.steps += 1;
+        let attn = self.report(attns);
+        let [_, _, v] = logits.dims();
+        let [_, _, s] = attn.dims();
+        (logits.reshape([rows, v]), attn.reshape([rows, s]))
+    }
+}

@@ -1,0 +1,52 @@
+//! Parameter initialisers shared by the Transformer and ConvS2S, which follow fairseq's schemes
+//! rather than burn's defaults (Kaiming-uniform weights *and* biases).
+
+use burn::module::Param;
+use burn::nn::{Embedding, Initializer, Linear};
+use burn::tensor::{Device, Distribution, Tensor, TensorData};
+
+/// A linear layer `[d_in, d_out]` whose weight comes from `init` and whose bias (if any) is zero,
+/// as in fairseq's `Linear` helpers.
+pub fn linear(d_in: usize, d_out: usize, init: Initializer, bias: bool, device: &Device) -> Linear {
+    Linear {
+        weight: init.init_with([d_in, d_out], Some(d_in), Some(d_out), device),
+        bias: bias.then(|| Initializer::Zeros.init([d_out], device)),
+    }
+}
+
+/// Xavier-uniform weight, zero bias: fairseq's Transformer layers.
+pub fn xavier_linear(d_in: usize, d_out: usize, bias: bool, device: &Device) -> Linear {
+    linear(
+        d_in,
+        d_out,
+        Initializer::XavierUniform { gain: 1.0 },
+        bias,
+        device,
+    )
+}
+
+/// Normal weight with standard deviation `std`, zero bias: fairseq's ConvS2S layers.
+pub fn normal_linear(d_in: usize, d_out: usize, std: f64, device: &Device) -> Linear {
+    linear(
+        d_in,
+        d_out,
+        Initializer::Normal { mean: 0.0, std },
+        true,
+        device,
+    )
+}
+
+/// An embedding table drawn from `N(0, std)` whose row `pad` is zero (fairseq's `padding_idx`), so
+/// padding starts out contributing nothing.
+pub fn embedding(n: usize, d: usize, std: f64, pad: Option<u32>, device: &Device) -> Embedding {
+    let mut weight: Tensor<2> = Tensor::random([n, d], Distribution::Normal(0.0, std), device);
+    if let Some(pad) = pad.filter(|&p| (p as usize) < n) {
+        let keep: Vec<f32> = (0..n)
+            .map(|i| if i == pad as usize { 0.0 } else { 1.0 })
+            .collect();
+        weight = weight * Tensor::<2>::from_data(TensorData::new(keep, [n, 1]), device);
+    }
+    Embedding {
+        weight: Param::from_tensor(weight),
+    }
+}

@@ -1,0 +1,104 @@
+//! The decoder stack: causal self-attention, encoder-decoder attention and the FFN. The same code
+//! serves the parallel teacher-forced pass (whole target, causal mask) and incremental decoding
+//! (one position, attending over the cached keys and values of the prefix, so no mask is needed).
+
+use burn::module::Module;
+use burn::nn::{LayerNorm, LayerNormConfig};
+use burn::tensor::{Bool, Device, Tensor};
+
+use super::TransformerConfig;
+use super::attention::{KeyValue, MultiHeadAttention};
+use super::feed_forward::FeedForward;
+use super::sublayer::Sublayer;
+
+#[derive(Module, Debug)]
+pub struct DecoderLayer {
+    pub self_attn: MultiHeadAttention,
+    pub self_attn_sub: Sublayer,
+    pub cross_attn: MultiHeadAttention,
+    pub cross_attn_sub: Sublayer,
+    pub ffn: FeedForward,
+    pub ffn_sub: Sublayer,
+}
+
+/// What one decoder layer returns besides its output.
+pub struct LayerOutput {
+    pub x: Tensor<3>,
+    /// Self-attention keys and values of every position so far (to cache when decoding).
+    pub self_kv: KeyValue,
+    /// Encoder-decoder attention weights `[batch, heads, q_len, src_len]`.
+    pub cross_weights: Tensor<4>,
+}
+
+impl DecoderLayer {
+    pub fn new(cfg: &TransformerConfig, device: &Device) -> Self {
+        let d = cfg.d_model;
+        let attn = || MultiHeadAttention::new(d, cfg.heads, cfg.attention_dropout, device);
+        let sub = || Sublayer::new(d, cfg.dropout, cfg.pre_norm, device);
+        Self {
+            self_attn: attn(),
+            self_attn_sub: sub(),
+            cross_attn: attn(),
+            cross_attn_sub: sub(),
+            ffn: FeedForward::new(d, cfg.ffn_dim, cfg.activation_dropout, device),
+            ffn_sub: sub(),
+        }
+    }
+
+    /// `x: [batch, q_len, d]` holds the positions after `past` (the cached prefix, if any).
+    /// `causal: [q_len, q_len]` masks the future within `x` when `q_len > 1`; `cross` are the
+    /// projected encoder outputs and `src_pad` their padding.
+    pub fn forward(
+        &self,
+        x: Tensor<3>,
+        past: Option<KeyValue>,
+        causal: Option<&Tensor<2, Bool>>,
+        cross: &KeyValue,
+        src_pad: &Tensor<2, Bool>,
+    ) -> LayerOutput {
+        let (x, self_kv) = self.self_attn_sub.forward(x, |h| {
+            let new = self.self_attn.keys_values(h.clone());
+            let kv = match past {
+                Some(past) => past.append(new),
+                None => new,
+            };
+            (self.self_attn.forward(h, &kv, None, causal).0, kv)
+        });
+        let (x, cross_weights) = self.cross_attn_sub.forward(x, |h| {
+            self.cross_attn.forward(h, cross, Some(src_pad), None)
+        });
+        let x = self.ffn_sub.forward(x, |h| (self.ffn.forward(h), ())).0;
+        LayerOutput {
+            x,
+            self_kv,
+            cross_weights,
+        }
+    }
+}
+
+#[derive(Module, Debug)]
+pub struct TransformerDecoder {
+    pub layers: Vec<DecoderLayer>,
+    /// Pre-norm only: the normalisation after the last layer.
+    pub final_norm: Option<LayerNorm>,
+}
+
+impl TransformerDecoder {
+    pub fn new(cfg: &TransformerConfig, device: &Device) -> Self {
+        Self {
+            layers: (0..cfg.dec_layers)
+                .map(|_| DecoderLayer::new(cfg, device))
+                .collect(),
+            final_norm: cfg
+                .pre_norm
+                .then(|| LayerNormConfig::new(cfg.d_model).init(device)),
+        }
+    }
+
+    pub fn final_norm(&self, x: Tensor<3>) -> Tensor<3> {
+        match &self.final_norm {
+            Some(norm) => norm.forward(x),
+            None => x,
+        }
+    }
+}

@@ -1,0 +1,216 @@
+//! [`TransformerSeq2Seq`]: embeddings, the encoder and decoder stacks and the output projection,
+//! with a parallel teacher-forced pass for training and an incremental, KV-cached step for search.
+
+use burn::module::Module;
+use burn::nn::{Dropout, DropoutConfig, Embedding, Linear};
+use burn::tensor::{Bool, Device, Int, Tensor};
+
+use super::TransformerConfig;
+use super::attention::KeyValue;
+use super::decoder::TransformerDecoder;
+use super::encoder::TransformerEncoder;
+use super::positions::PositionEncoding;
+use crate::init::{embedding, xavier_linear};
+
+/// Everything incremental decoding keeps between steps, for all live rows. Every tensor has the
+/// rows on axis 0, so [`TransformerState::select_rows`] follows beam search's survivors.
+#[derive(Clone, Debug)]
+pub struct TransformerState {
+    /// Per decoder layer: encoder-decoder keys and values, projected once per sentence.
+    pub cross: Vec<KeyValue>,
+    /// `[rows, src_len]`, true at source padding.
+    pub src_pad: Tensor<2, Bool>,
+    /// Per decoder layer: self-attention keys and values of the prefix decoded so far; `None`
+    /// before the first step.
+    pub past: Option<Vec<KeyValue>>,
+    /// Positions decoded so far (the position of the next input token).
+    pub steps: usize,
+}
+
+impl TransformerState {
+    pub fn select_rows(&self, idx: &Tensor<1, Int>) -> TransformerState {
+        TransformerState {
+            cross: self.cross.iter().map(|kv| kv.select_rows(idx)).collect(),
+            src_pad: self.src_pad.clone().select(0, idx.clone()),
+            past: self
+                .past
+                .as_ref()
+                .map(|p| p.iter().map(|kv| kv.select_rows(idx)).collect()),
+            steps: self.steps,
+        }
+    }
+}
+
+#[derive(Module, Debug)]
+pub struct TransformerSeq2Seq {
+    /// Source token embeddings; `None` when `share_embeddings` makes the encoder read `tgt_emb`.
+    pub src_emb: Option<Embedding>,
+    pub tgt_emb: Embedding,
+    pub src_pos: PositionEncoding,
+    pub tgt_pos: PositionEncoding,
+    pub encoder: TransformerEncoder,
+    pub decoder: TransformerDecoder,
+    /// Output projection; `None` when `tie_output` reuses `tgt_emb` (transposed).
+    pub output: Option<Linear>,
+    /// Dropout on the summed token and position embeddings.
+    pub dropout: Dropout,
+    #[module(skip)]
+    pub cfg: TransformerConfig,
+}
+
+impl TransformerSeq2Seq {
+    /// Builds the model; the config must be valid ([`TransformerConfig::validate`]) and, with
+    /// `share_embeddings`, the vocabularies equal ([`TransformerConfig::check_vocab`]).
+    pub fn new(
+        cfg: &TransformerConfig,
+        src_vocab: usize,
+        tgt_vocab: usize,
+        device: &Device,
+    ) -> Self {
+        let d = cfg.d_model;
+        // fairseq: N(0, d^-1/2), so that after the sqrt(d) scaling token embeddings have unit
+        // variance, and a tied output projection starts with logits of moderate size.
+        let std = (d as f64).powf(-0.5);
+        let pad = Some(s2s_data::PAD);
+        Self {
+            src_emb: (!cfg.share_embeddings).then(|| embedding(src_vocab, d, std, pad, device)),
+            tgt_emb: embedding(tgt_vocab, d, std, pad, device),
+            src_pos: PositionEncoding::new(cfg.positions, d, cfg.max_positions, device),
+            tgt_pos: PositionEncoding::new(cfg.positions, d, cfg.max_positions, device),
+            encoder: TransformerEncoder::new(cfg, device),
+            decoder: TransformerDecoder::new(cfg, device),
+            output: (!cfg.tie_output).then(|| xavier_linear(d, tgt_vocab, false, device)),
+            dropout: DropoutConfig::new(cfg.dropout).init(),
+            cfg: cfg.clone(),
+        }
+    }
+
+    /// `table(ids) * sqrt(d) + PE(start..)`, then dropout: `[batch, len, d]`.
+    fn embed(
+        &self,
+        table: &Embedding,
+        pos: &PositionEncoding,
+        ids: Tensor<2, Int>,
+        start: usize,
+    ) -> Tensor<3> {
+        let [_, len] = ids.dims();
+        let device = ids.device();
+        let x = table
+            .forward(ids)
+            .mul_scalar((self.cfg.d_model as f64).sqrt())
+            + pos.forward(start, len, &device);
+        self.dropout.forward(x)
+    }
+
+    /// Encoder output `[batch, src_len, d]` for `src` with `pad` (true at padding).
+    pub fn encode(&self, src: Tensor<2, Int>, pad: &Tensor<2, Bool>) -> Tensor<3> {
+        let table = self.src_emb.as_ref().unwrap_or(&self.tgt_emb);
+        let x = self.embed(table, &self.src_pos, src, 0);
+        self.encoder.forward(x, pad)
+    }
+
+    /// Encodes and projects the encoder output for every decoder layer's cross-attention: the
+    /// state before the first decoding step.
+    pub fn start(&self, src: Tensor<2, Int>, pad: Tensor<2, Bool>) -> TransformerState {
+        let memory = self.encode(src, &pad);
+        TransformerState {
+            cross: self
+                .decoder
+                .layers
+                .iter()
+                .map(|l| l.cross_attn.keys_values(memory.clone()))
+                .collect(),
+            src_pad: pad,
+            past: None,
+            steps: 0,
+        }
+    }
+
+    /// Which decoder layer's cross-attention is reported.
+    fn alignment_layer(&self) -> usize {
+        self.cfg
+            .alignment_layer
+            .unwrap_or(self.cfg.dec_layers - 1)
+            .min(self.cfg.dec_layers - 1)
+    }
+
+    /// Runs the decoder over `tokens: [batch, len]` placed at positions `state.steps..`, after the
+    /// cached prefix. Returns the features `[batch, len, d]` and the reported attention
+    /// `[batch, len, src_len]` (mean over heads), and advances `state`.
+    fn decode(
+        &self,
+        state: &mut TransformerState,
+        tokens: Tensor<2, Int>,
+    ) -> (Tensor<3>, Tensor<3>) {
+        let [_, len] = tokens.dims();
+        let device = tokens.device();
+        let mut x = self.embed(&self.tgt_emb, &self.tgt_pos, tokens, state.steps);
+        // The parallel pass (no cache) masks the future; a single cached step attends only over
+        // the prefix, which is all in the past, so it needs no mask at all.
+        debug_assert!(
+            state.past.is_none() || len == 1,
+            "cached decoding is one step at a time"
+        );
+        let causal = (len > 1).then(|| Tensor::<2, Bool>::tril_mask([len, len], 0, &device));
+        let mut past = state.past.take().map(|p| p.into_iter());
+        let mut new_past = Vec::with_capacity(self.decoder.layers.len());
+        let align = self.alignment_layer();
+        let mut attn = None;
+        for (l, layer) in self.decoder.layers.iter().enumerate() {
+            let prev = past.as_mut().and_then(|p| p.next());
+            let out = layer.forward(x, prev, causal.as_ref(), &state.cross[l], &state.src_pad);
+            x = out.x;
+            new_past.push(out.self_kv);
+            if l == align {
+                let [b, _, q, s] = out.cross_weights.dims();
+                attn = Some(out.cross_weights.mean_dim(1).reshape([b, q, s]));
+            }
+        }
+        state.past = Some(new_past);
+        state.steps += len;
+        (
+            self.decoder.final_norm(x),
+            attn.expect("at least one decoder layer"),
+        )
+    }
+
+    /// Features `[.., d]` to vocabulary logits.
+    pub fn logits<const D: usize>(&self, features: Tensor<D>) -> Tensor<D> {
+        match &self.output {
+            Some(out) => out.forward(features),
+            None => {
+                burn::tensor::module::linear(features, self.tgt_emb.weight.val().transpose(), None)
+            }
+        }
+    }
+
+    /// Teacher-forced pass over the whole target at once (causal mask): logits
+    /// `[batch, tgt_len, vocab]` and the reported cross-attention `[batch, tgt_len, src_len]`.
+    pub fn forward_teacher(
+        &self,
+        src: Tensor<2, Int>,
+        src_pad: Tensor<2, Bool>,
+        tgt_in: Tensor<2, Int>,
+    ) -> (Tensor<3>, Tensor<3>) {
+        let mut state = self.start(src, src_pad);
+        let (features, attn) = self.decode(&mut state, tgt_in);
+        (self.logits(features), attn)
+    }
+
+    /// One incremental step: `tokens: [rows]` are the previous tokens. Returns the logits
+    /// `[rows, vocab]` and the reported attention `[rows, src_len]`.
+    pub fn step(
+        &self,
+        state: &mut TransformerState,
+        tokens: Tensor<1, Int>,
+    ) -> (Tensor<2>, Tensor<2>) {
+        let [rows] = tokens.dims();
+        let (features, attn) = self.decode(state, tokens.reshape([rows, 1]));
+        let [_, _, d] = features.dims();
+        let [_, _, s] = attn.dims();
+        (
+            self.logits(features.reshape([rows, d])),
+            attn.reshape([rows, s]),
+        )
+    }
+}

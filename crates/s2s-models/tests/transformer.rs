@@ -1,0 +1,165 @@
+//! The Transformer: masking, causality, KV-cached decoding against the parallel pass, weights and
+//! search, for the `transformer-tiny` preset and variants covering every option.
+
+mod common;
+
+use burn::tensor::{Int, Tensor, TensorData};
+use common::*;
+use s2s_models::transformer::{Positions, TransformerConfig};
+use s2s_models::{ModelConfig, PaddedIds, Seq2SeqModel};
+
+fn tiny() -> TransformerConfig {
+    match s2s_models::preset("transformer-tiny").unwrap() {
+        ModelConfig::Transformer(c) => c,
+        _ => unreachable!(),
+    }
+}
+
+/// The preset and variants exercising pre-norm, learned positions, shared and untied embeddings,
+/// a chosen alignment layer, and dropout settings (inert at inference).
+fn variants() -> Vec<ModelConfig> {
+    let t = tiny();
+    vec![
+        ModelConfig::Transformer(t.clone()),
+        ModelConfig::Transformer(TransformerConfig {
+            pre_norm: true,
+            positions: Positions::Learned,
+            max_positions: 16,
+            share_embeddings: true,
+            dropout: 0.3,
+            attention_dropout: 0.1,
+            activation_dropout: 0.1,
+            ..t.clone()
+        }),
+        ModelConfig::Transformer(TransformerConfig {
+            tie_output: false,
+            heads: 4,
+            enc_layers: 1,
+            dec_layers: 3,
+            alignment_layer: Some(1),
+            ..t
+        }),
+    ]
+}
+
+#[test]
+fn padding_does_not_change_encoder_outputs() {
+    for cfg in variants() {
+        let model = build(&cfg);
+        let Seq2SeqModel::Transformer(m) = &model else {
+            unreachable!()
+        };
+        let (srcs, _) = sample_batch();
+        let batch = PaddedIds::new(&srcs, PAD, &device());
+        let all = m.encode(batch.ids, &batch.pad);
+        let d = all.dims()[2];
+        for (r, s) in srcs.iter().enumerate() {
+            let alone = PaddedIds::new(std::slice::from_ref(s), PAD, &device());
+            let one: Vec<f32> = m
+                .encode(alone.ids, &alone.pad)
+                .into_data()
+                .try_into_vec::<f32>()
+                .unwrap();
+            let row: Vec<f32> = all
+                .clone()
+                .slice([r..r + 1, 0..s.len(), 0..d])
+                .into_data()
+                .try_into_vec::<f32>()
+                .unwrap();
+            let diff = max_diff(&one, &row);
+            assert!(
+                diff < 1e-5,
+                "{cfg:?} row {r}: encoder output moved by {diff}"
+            );
+        }
+    }
+}
+
+#[test]
+fn padding_does_not_change_log_probs() {
+    for cfg in variants() {
+        check_padding_invariance_of_log_probs(&build(&cfg));
+    }
+}
+
+#[test]
+fn future_target_tokens_do_not_change_earlier_log_probs() {
+    for cfg in variants() {
+        check_causality(&build(&cfg));
+    }
+}
+
+#[test]
+fn kv_cached_decoding_matches_the_parallel_pass() {
+    for cfg in variants() {
+        check_cached_matches_uncached(&build(&cfg));
+    }
+}
+
+#[test]
+fn weights_round_trip_and_every_search_runs() {
+    for cfg in variants() {
+        check_weights_and_search(&cfg, &build(&cfg));
+    }
+}
+
+#[test]
+fn shared_embeddings_need_one_vocabulary() {
+    let cfg = ModelConfig::Transformer(TransformerConfig {
+        share_embeddings: true,
+        ..tiny()
+    });
+    let err = Seq2SeqModel::try_new(&cfg, 10, 12, &device()).unwrap_err();
+    assert!(
+        err.contains("share_embeddings") && err.contains("--joint"),
+        "{err}"
+    );
+    let Seq2SeqModel::Transformer(m) = Seq2SeqModel::try_new(&cfg, 12, 12, &device()).unwrap()
+    else {
+        unreachable!()
+    };
+    assert!(m.src_emb.is_none() && m.output.is_none());
+}
+
+#[test]
+fn teacher_forced_attention_is_a_distribution_over_real_source_positions() {
+    let model = build(&variants()[0]);
+    let Seq2SeqModel::Transformer(m) = &model else {
+        unreachable!()
+    };
+    let (srcs, tgts) = sample_batch();
+    let src = PaddedIds::new(&srcs, PAD, &device());
+    let len = tgts.iter().map(Vec::len).max().unwrap();
+    let flat: Vec<i64> = s2s_models::pad_rows(&tgts, len, PAD)
+        .into_iter()
+        .map(i64::from)
+        .collect();
+    let tgt: Tensor<2, Int> =
+        Tensor::from_data(TensorData::new(flat, [tgts.len(), len]), &device());
+    let (_, attn) = m.forward_teacher(src.ids, src.pad, tgt);
+    let [b, t, s] = attn.dims();
+    let a: Vec<f32> = attn.into_data().try_into_vec::<f32>().unwrap();
+    for (r, src) in srcs.iter().enumerate() {
+        for i in 0..t {
+            let row = &a[(r * t + i) * s..(r * t + i + 1) * s];
+            assert!((row.iter().sum::<f32>() - 1.0).abs() < 1e-5);
+            assert!(row[src.len()..].iter().all(|&w| w == 0.0));
+        }
+    }
+    assert_eq!(b, srcs.len());
+}
+
+#[test]
+fn preset_sizes() {
+    // d 256, 4 heads, 3+3 layers, FFN 1024 with an 8000-type joint vocabulary, shared and tied
+    // embeddings: the anchor recipe's 7.58M parameters.
+    let ModelConfig::Transformer(small) = s2s_models::preset("transformer-small").unwrap() else {
+        unreachable!()
+    };
+    let cfg = ModelConfig::Transformer(TransformerConfig {
+        share_embeddings: true,
+        ..small
+    });
+    let n = burn::module::Module::num_params(&Seq2SeqModel::new(&cfg, 8000, 8000, &device()));
+    assert_eq!(n, 7_577_600);
+}

@@ -1,0 +1,328 @@
+//! The JSON shapes of the HTTP API and the validation of requests.
+//!
+//! ```text
+//! POST /v1/translate
+//! {"text": "..." | ["...", ...], "beam": 5, "alpha": 0.75, "nbest": 1, "attention": false}
+//! -> {"translations": [{"src": "...", "src_tokens": ["..."],
+//!                       "hyps": [{"text": "...", "score": -0.12, "logprob": -0.4,
+//!                                 "tokens": ["..."], "attention": {...}?}]}]}
+//! ```
+//!
+//! `attention` (only when asked for, and only for models that attend) is an [`Attention`]: the
+//! row and column labels and the weights averaged over layers and heads. A later version may add
+//! per-layer data beside `mean` without changing it.
+
+use s2s_search::{LenRatio, LengthPenalty, SearchConfig, Strategy};
+use serde::{Deserialize, Serialize};
+
+/// The body of `POST /v1/translate`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TranslateRequest {
+    pub text: TextInput,
+    #[serde(default)]
+    pub beam: Option<usize>,
+    #[serde(default)]
+    pub alpha: Option<f32>,
+    #[serde(default)]
+    pub nbest: Option<usize>,
+    #[serde(default)]
+    pub attention: Option<bool>,
+}
+
+/// One sentence or a list of them.
+#[derive(Clone, Debug, PartialEq)]
+pub enum TextInput {
+    One(String),
+    Many(Vec<String>),
+}
+
+impl TextInput {
+    pub fn into_vec(self) -> Vec<String> {
+        match self {
+            TextInput::One(s) => vec![s],
+            TextInput::Many(v) => v,
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for TextInput {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = TextInput;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a string or an array of strings")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<TextInput, E> {
+                Ok(TextInput::One(v.to_owned()))
+            }
+            fn visit_string<E: serde::de::Error>(self, v: String) -> Result<TextInput, E> {
+                Ok(TextInput::One(v))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<TextInput, A::Error> {
+                let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(1024));
+                while let Some(s) = seq.next_element::<String>()? {
+                    out.push(s);
+                }
+                Ok(TextInput::Many(out))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// The search options of a request after defaults and validation. Requests with equal options
+/// can share a batched search.
+#[derive(Clone, Copy, Debug)]
+pub struct SearchOptions {
+    pub beam: usize,
+    pub alpha: f32,
+    pub nbest: usize,
+    pub attention: bool,
+}
+
+impl Default for SearchOptions {
+    fn default() -> Self {
+        SearchOptions {
+            beam: 5,
+            alpha: 0.75,
+            nbest: 1,
+            attention: false,
+        }
+    }
+}
+
+impl PartialEq for SearchOptions {
+    fn eq(&self, other: &Self) -> bool {
+        self.key() == other.key()
+    }
+}
+impl Eq for SearchOptions {}
+
+impl SearchOptions {
+    fn key(&self) -> (usize, u32, usize, bool) {
+        (self.beam, self.alpha.to_bits(), self.nbest, self.attention)
+    }
+
+    /// The search the server runs for these options: beam search with the length penalty
+    /// `logprob / L^alpha` and the output length limits of `s2s translate` (`--max-len 200`,
+    /// `--max-len-ratio 2` plus 10 tokens), so the API and the CLI translate alike.
+    pub fn to_config(&self) -> SearchConfig {
+        SearchConfig {
+            strategy: Strategy::Beam { k: self.beam },
+            nbest: self.nbest,
+            length_penalty: LengthPenalty::Alpha(self.alpha),
+            max_len: 200,
+            max_len_ratio: Some(LenRatio {
+                ratio: 2.0,
+                offset: 10,
+            }),
+            special: s2s_train::trainer::special_tokens(),
+            return_attention: self.attention,
+            ..SearchConfig::default()
+        }
+    }
+}
+
+/// Request-size limits enforced by the server.
+#[derive(Clone, Debug)]
+pub struct Limits {
+    /// Largest request body in bytes (413 above).
+    pub max_body_bytes: usize,
+    /// Most source tokens in one sentence (422 above).
+    pub max_tokens: usize,
+    /// Most sentences in one request (422 above).
+    pub max_sentences: usize,
+    /// Largest beam (400 above).
+    pub max_beam: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_body_bytes: 64 * 1024,
+            max_tokens: 200,
+            max_sentences: 64,
+            max_beam: 16,
+        }
+    }
+}
+
+/// A refused or failed request: an HTTP status and a message for `{"error": "..."}`.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{status}: {message}")]
+pub struct ApiError {
+    pub status: u16,
+    pub message: String,
+}
+
+impl ApiError {
+    pub fn new(status: u16, message: impl Into<String>) -> Self {
+        ApiError {
+            status,
+            message: message.into(),
+        }
+    }
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        Self::new(400, message)
+    }
+}
+
+impl TranslateRequest {
+    /// Checks the options against `limits` and fills in defaults; returns the sentences and the
+    /// search options. Token limits are checked later, by the worker that owns the tokenizer.
+    pub fn validate(self, limits: &Limits) -> Result<(Vec<String>, SearchOptions), ApiError> {
+        let d = SearchOptions::default();
+        let beam = self.beam.unwrap_or(d.beam);
+        if beam == 0 || beam > limits.max_beam {
+            return Err(ApiError::bad_request(format!(
+                "beam must be between 1 and {}, got {beam}",
+                limits.max_beam
+            )));
+        }
+        let nbest = self.nbest.unwrap_or(d.nbest);
+        if nbest == 0 || nbest > beam {
+            return Err(ApiError::bad_request(format!(
+                "nbest must be between 1 and beam ({beam}), got {nbest}"
+            )));
+        }
+        let alpha = self.alpha.unwrap_or(d.alpha);
+        if !(alpha.is_finite() && (0.0..=5.0).contains(&alpha)) {
+            return Err(ApiError::bad_request(format!(
+                "alpha must be between 0 and 5, got {alpha}"
+            )));
+        }
+        let texts = self.text.into_vec();
+        if texts.is_empty() {
+            return Err(ApiError::bad_request(
+                "text is an empty list: send at least one sentence",
+            ));
+        }
+        if texts.len() > limits.max_sentences {
+            return Err(ApiError::new(
+                422,
+                format!(
+                    "{} sentences in one request; the limit is {} (--max-sentences)",
+                    texts.len(),
+                    limits.max_sentences
+                ),
+            ));
+        }
+        if let Some(i) = texts.iter().position(|t| t.contains(['\n', '\r'])) {
+            return Err(ApiError::bad_request(format!(
+                "text[{i}] contains a line break: send one sentence per list item"
+            )));
+        }
+        Ok((
+            texts,
+            SearchOptions {
+                beam,
+                alpha,
+                nbest,
+                attention: self.attention.unwrap_or(false),
+            },
+        ))
+    }
+}
+
+/// The body of a successful `POST /v1/translate`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TranslateResponse {
+    pub translations: Vec<Translation>,
+}
+
+/// One source sentence and its n-best, best first.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Translation {
+    pub src: String,
+    /// The source tokens as the model saw them (after cleaning), without `<eos>`.
+    pub src_tokens: Vec<String>,
+    pub hyps: Vec<Hyp>,
+}
+
+/// One hypothesis.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Hyp {
+    pub text: String,
+    /// The length-normalised log-probability that the search ranked by.
+    pub score: f32,
+    /// The raw sum of token log-probabilities, `<eos>` included.
+    pub logprob: f32,
+    /// Output tokens, without `<eos>`.
+    pub tokens: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attention: Option<Attention>,
+}
+
+/// Attention of one hypothesis over its source.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Attention {
+    /// Column labels: the source tokens, followed by `<eos>` when the weights cover it.
+    pub src: Vec<String>,
+    /// Row labels: the output tokens followed by `<eos>`.
+    pub tgt: Vec<String>,
+    /// `tgt.len()` rows of `src.len()` weights, averaged over layers and heads (a recurrent
+    /// model has one attention). A row sums to 1 over the source and its `<eos>` (so to at most
+    /// 1 when `<eos>` is not a column).
+    pub mean: Vec<Vec<f32>>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(s: &str) -> Result<TranslateRequest, serde_json::Error> {
+        serde_json::from_str(s)
+    }
+
+    #[test]
+    fn text_is_a_string_or_a_list() {
+        assert_eq!(
+            parse(r#"{"text":"a b"}"#).unwrap().text,
+            TextInput::One("a b".into())
+        );
+        assert_eq!(
+            parse(r#"{"text":["a","b"]}"#).unwrap().text,
+            TextInput::Many(vec!["a".into(), "b".into()])
+        );
+        let e = parse(r#"{"text":3}"#).unwrap_err().to_string();
+        assert!(e.contains("a string or an array of strings"), "{e}");
+        assert!(parse(r#"{"text":[1]}"#).is_err());
+        assert!(parse(r#"{"text":"a","beem":3}"#).is_err());
+        assert!(parse(r#"{"beam":3}"#).is_err());
+    }
+
+    #[test]
+    fn validation() {
+        let l = Limits::default();
+        let ok = |s: &str| parse(s).unwrap().validate(&l);
+        let (texts, o) = ok(r#"{"text":"x"}"#).unwrap();
+        assert_eq!(texts, vec!["x"]);
+        assert_eq!(o, SearchOptions::default());
+        assert_eq!(ok(r#"{"text":"x","beam":0}"#).unwrap_err().status, 400);
+        assert_eq!(ok(r#"{"text":"x","beam":17}"#).unwrap_err().status, 400);
+        assert_eq!(
+            ok(r#"{"text":"x","beam":2,"nbest":3}"#).unwrap_err().status,
+            400
+        );
+        assert_eq!(ok(r#"{"text":"x","nbest":0}"#).unwrap_err().status, 400);
+        assert_eq!(ok(r#"{"text":"x","alpha":-1}"#).unwrap_err().status, 400);
+        assert_eq!(ok(r#"{"text":[]}"#).unwrap_err().status, 400);
+        assert_eq!(ok(r#"{"text":"a\nb"}"#).unwrap_err().status, 400);
+        let many = serde_json::json!({ "text": vec!["x"; 65] }).to_string();
+        assert_eq!(ok(&many).unwrap_err().status, 422);
+    }
+
+    #[test]
+    fn options_group_by_value() {
+        let a = SearchOptions::default();
+        let b = SearchOptions { alpha: 0.5, ..a };
+        assert_ne!(a, b);
+        assert_eq!(a, SearchOptions::default());
+        assert!(a.to_config().validate(10).is_ok());
+    }
+}

@@ -1,0 +1,366 @@
+//! The model worker and dynamic batching.
+//!
+//! One std thread owns the [`LoadedModel`] (burn modules need not be `Sync`) and is fed through a
+//! bounded channel of [`Job`]s; each HTTP handler awaits its job's oneshot reply. The worker
+//! blocks for a first job, then keeps collecting for at most `max_wait` or until `max_batch`
+//! sentences are pending. It drops jobs whose client already gave up, encodes the sentences,
+//! groups the jobs by [`SearchOptions`] (in arrival order) and decodes each group with one
+//! [`translate_all`] call in batches of at most `max_batch` sentences. Search is batch-invariant,
+//! so a sentence gets the same result alone or batched with others.
+
+use crate::api::{ApiError, Attention, Hyp, SearchOptions, Translation};
+use s2s_models::decoder::translate_all;
+use s2s_search::Hypothesis;
+use s2s_train::model_dir::LoadedModel;
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TrySendError};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+use tokio::sync::oneshot;
+
+/// Batching and queueing parameters.
+#[derive(Clone, Debug)]
+pub struct EngineConfig {
+    /// Most sentences decoded in one batched search.
+    pub max_batch: usize,
+    /// Longest time the first job of a batch waits for company.
+    pub max_wait: Duration,
+    /// Requests that may wait in the queue; more get 503.
+    pub queue: usize,
+    /// Most source tokens in one sentence; longer ones get 422.
+    pub max_tokens: usize,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        EngineConfig {
+            max_batch: 32,
+            max_wait: Duration::from_millis(5),
+            queue: 256,
+            max_tokens: 200,
+        }
+    }
+}
+
+/// What `GET /health` says about the model.
+#[derive(Clone, Debug, Serialize, serde::Deserialize, PartialEq)]
+pub struct ModelInfo {
+    pub dir: String,
+    pub arch: String,
+    pub src_vocab: usize,
+    pub tgt_vocab: usize,
+    pub params: usize,
+    pub device: String,
+}
+
+/// Counters of the worker's work, reported by `GET /health`.
+#[derive(Debug, Default)]
+pub struct Stats {
+    /// Requests decoded.
+    pub requests: AtomicU64,
+    /// Sentences decoded.
+    pub sentences: AtomicU64,
+    /// Batched searches run (one per group of equal options per collection round and
+    /// `max_batch` sentences).
+    pub batches: AtomicU64,
+    /// Largest number of requests decoded together (one group of equal options).
+    pub max_group_requests: AtomicU64,
+}
+
+impl Stats {
+    pub fn to_json(&self) -> serde_json::Value {
+        let g = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        serde_json::json!({
+            "requests": g(&self.requests),
+            "sentences": g(&self.sentences),
+            "batches": g(&self.batches),
+            "max_group_requests": g(&self.max_group_requests),
+        })
+    }
+}
+
+type Reply = Result<Vec<Translation>, ApiError>;
+
+/// One request's sentences waiting for the worker.
+pub struct Job {
+    pub texts: Vec<String>,
+    pub opts: SearchOptions,
+    pub reply: oneshot::Sender<Reply>,
+}
+
+/// The handle handlers use to reach the worker. Dropping every clone of it stops the worker once
+/// the queue is drained.
+#[derive(Clone)]
+pub struct Engine {
+    tx: SyncSender<Job>,
+    info: ModelInfo,
+    stats: Arc<Stats>,
+}
+
+/// Joins the worker thread.
+pub struct WorkerHandle(JoinHandle<()>);
+
+impl WorkerHandle {
+    /// Waits up to `timeout` for the worker to finish (it does once every [`Engine`] is dropped
+    /// and the queue is drained); returns whether it did.
+    pub fn join_timeout(self, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        while !self.0.is_finished() {
+            if Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let _ = self.0.join();
+        true
+    }
+}
+
+impl Engine {
+    /// Loads the model in `model_dir` on a new worker thread and starts it.
+    pub fn start(
+        model_dir: &Path,
+        device: &str,
+        cfg: EngineConfig,
+    ) -> anyhow::Result<(Engine, WorkerHandle)> {
+        let (tx, rx) = mpsc::sync_channel::<Job>(cfg.queue.max(1));
+        let (ready_tx, ready_rx) = mpsc::channel::<anyhow::Result<ModelInfo>>();
+        let dir: PathBuf = model_dir.to_owned();
+        let device_name = device.to_owned();
+        let stats = Arc::new(Stats::default());
+        let worker_stats = stats.clone();
+        let thread = std::thread::Builder::new()
+            .name("s2s-model".into())
+            .spawn(move || {
+                let loaded = s2s_models::backend::parse_device(&device_name)
+                    .map_err(anyhow::Error::msg)
+                    .and_then(|d| Ok(s2s_train::model_dir::load(&dir, &d)?));
+                let loaded = match loaded {
+                    Ok(l) => l,
+                    Err(e) => {
+                        let _ = ready_tx.send(Err(e));
+                        return;
+                    }
+                };
+                let info = ModelInfo {
+                    dir: dir.display().to_string(),
+                    arch: arch_name(&loaded),
+                    src_vocab: loaded.run.src_vocab,
+                    tgt_vocab: loaded.run.tgt_vocab,
+                    params: burn::module::Module::num_params(&loaded.model),
+                    device: device_name,
+                };
+                let _ = ready_tx.send(Ok(info));
+                worker_loop(&loaded, &rx, &cfg, &worker_stats);
+            })?;
+        let info = ready_rx
+            .recv()
+            .map_err(|_| anyhow::anyhow!("the model worker died while loading"))??;
+        Ok((Engine { tx, info, stats }, WorkerHandle(thread)))
+    }
+
+    pub fn info(&self) -> &ModelInfo {
+        &self.info
+    }
+
+    pub fn stats(&self) -> &Stats {
+        &self.stats
+    }
+
+    /// Queues a job without waiting; 503 if the queue is full.
+    pub fn submit(
+        &self,
+        texts: Vec<String>,
+        opts: SearchOptions,
+    ) -> Result<oneshot::Receiver<Reply>, ApiError> {
+        let (reply, rx) = oneshot::channel();
+        match self.tx.try_send(Job { texts, opts, reply }) {
+            Ok(()) => Ok(rx),
+            Err(TrySendError::Full(_)) => Err(ApiError::new(
+                503,
+                "the server is busy: the request queue is full; retry shortly",
+            )),
+            Err(TrySendError::Disconnected(_)) => {
+                Err(ApiError::new(503, "the model worker has stopped"))
+            }
+        }
+    }
+}
+
+fn worker_loop(loaded: &LoadedModel, rx: &Receiver<Job>, cfg: &EngineConfig, stats: &Stats) {
+    while let Ok(first) = rx.recv() {
+        let mut pending = first.texts.len();
+        let mut jobs = vec![first];
+        let deadline = Instant::now() + cfg.max_wait;
+        while pending < cfg.max_batch {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match rx.recv_timeout(left) {
+                Ok(job) => {
+                    pending += job.texts.len();
+                    jobs.push(job);
+                }
+                Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => break,
+            }
+        }
+        run_jobs(loaded, jobs, cfg, stats);
+    }
+}
+
+struct Prepared {
+    job: Job,
+    sources: Vec<Vec<u32>>,
+}
+
+fn run_jobs(loaded: &LoadedModel, jobs: Vec<Job>, cfg: &EngineConfig, stats: &Stats) {
+    // Group by options, in arrival order; skip clients that already gave up (timeouts).
+    let mut groups: Vec<(SearchOptions, Vec<Prepared>)> = Vec::new();
+    for job in jobs {
+        if job.reply.is_closed() {
+            continue;
+        }
+        let sources: Vec<Vec<u32>> = job.texts.iter().map(|t| loaded.encode_source(t)).collect();
+        if let Some((i, s)) = sources
+            .iter()
+            .enumerate()
+            .find(|(_, s)| s.len() > cfg.max_tokens)
+        {
+            let _ = job.reply.send(Err(ApiError::new(
+                422,
+                format!(
+                    "sentence {i} has {} tokens; the limit is {} (--max-tokens)",
+                    s.len(),
+                    cfg.max_tokens
+                ),
+            )));
+            continue;
+        }
+        let p = Prepared { job, sources };
+        match groups.iter_mut().find(|(o, _)| *o == p.job.opts) {
+            Some((_, g)) => g.push(p),
+            None => groups.push((p.job.opts, vec![p])),
+        }
+    }
+    for (opts, group) in groups {
+        let sources: Vec<Vec<u32>> = group.iter().flat_map(|p| p.sources.clone()).collect();
+        stats
+            .requests
+            .fetch_add(group.len() as u64, Ordering::Relaxed);
+        stats
+            .sentences
+            .fetch_add(sources.len() as u64, Ordering::Relaxed);
+        stats.batches.fetch_add(
+            sources.len().div_ceil(cfg.max_batch.max(1)) as u64,
+            Ordering::Relaxed,
+        );
+        stats
+            .max_group_requests
+            .fetch_max(group.len() as u64, Ordering::Relaxed);
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            translate_all(
+                &loaded.model,
+                &loaded.device,
+                loaded.run.tgt_vocab,
+                &sources,
+                &opts.to_config(),
+                cfg.max_batch,
+            )
+        }));
+        let mut results = match result {
+            Ok(Ok(r)) => r.into_iter(),
+            Ok(Err(e)) => {
+                reply_all(group, ApiError::new(500, format!("search failed: {e}")));
+                continue;
+            }
+            Err(_) => {
+                reply_all(
+                    group,
+                    ApiError::new(500, "decoding panicked; see the server log"),
+                );
+                continue;
+            }
+        };
+        for p in group {
+            let translations = p
+                .job
+                .texts
+                .iter()
+                .zip(&p.sources)
+                .map(|(text, src)| {
+                    let hyps = results.next().unwrap_or_default();
+                    translation(loaded, text, src, &hyps)
+                })
+                .collect();
+            let _ = p.job.reply.send(Ok(translations));
+        }
+    }
+}
+
+fn reply_all(group: Vec<Prepared>, err: ApiError) {
+    for p in group {
+        let _ = p.job.reply.send(Err(err.clone()));
+    }
+}
+
+/// The model's preset name, or "custom" for a model configured from scratch.
+pub fn arch_name(loaded: &LoadedModel) -> String {
+    loaded.run.arch.clone().unwrap_or_else(|| "custom".into())
+}
+
+/// The display name of `<eos>`.
+pub fn eos_token(loaded: &LoadedModel) -> String {
+    loaded
+        .src_tokenizer
+        .tokens(&[s2s_data::EOS])
+        .pop()
+        .unwrap_or_default()
+}
+
+/// The column labels of an attention matrix: the source tokens, then `<eos>` if the rows cover
+/// it (a model attends over the source and its trailing `<eos>`; a search may trim rows to the
+/// source tokens alone).
+pub fn attention_columns(src_tokens: &[String], eos: &str, rows: &[Vec<f32>]) -> Vec<String> {
+    let width = rows.first().map_or(src_tokens.len() + 1, Vec::len);
+    src_tokens
+        .iter()
+        .cloned()
+        .chain([eos.to_owned()])
+        .take(width)
+        .collect()
+}
+
+/// The API form of one source sentence's results.
+pub fn translation(
+    loaded: &LoadedModel,
+    text: &str,
+    src: &[u32],
+    hyps: &[Hypothesis],
+) -> Translation {
+    let src_tokens = loaded.src_tokenizer.tokens(src);
+    let eos = eos_token(loaded);
+    let hyps = hyps
+        .iter()
+        .map(|h| {
+            let tokens = loaded.tgt_tokenizer.tokens(&h.tokens);
+            let attention = h.attention.as_ref().map(|rows| Attention {
+                src: attention_columns(&src_tokens, &eos, rows),
+                tgt: tokens.iter().cloned().chain([eos.clone()]).collect(),
+                mean: rows.clone(),
+            });
+            Hyp {
+                text: loaded.tgt_tokenizer.decode(&h.tokens),
+                score: h.score,
+                logprob: h.logprob,
+                tokens,
+                attention,
+            }
+        })
+        .collect();
+    Translation {
+        src: text.to_owned(),
+        src_tokens,
+        hyps,
+    }
+}

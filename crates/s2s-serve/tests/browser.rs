@@ -1,0 +1,328 @@
+//! The web page in a real headless Chromium, driven through chromedriver (WebDriver): type
+//! sentences, press Translate, check the translations and that the heatmap has one cell per
+//! (output token, source token).
+//!
+//! Needs Debian's `chromium` and `chromium-driver` (`.ci/run` installs them). Without
+//! chromedriver the test fails, unless `S2S_SKIP_BROWSER=1`. With `S2S_SCREENSHOT=FILE.png` it
+//! saves a screenshot of the page (that is how `docs/screenshot-serve.png` is made).
+
+mod common;
+
+use common::*;
+use fantoccini::{ClientBuilder, Locator};
+use serde_json::{Value, json};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn which(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+}
+
+/// chromedriver, killed (by its own pid) when dropped.
+struct Driver(Child);
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn start_driver(bin: &Path, log: &Path) -> (Driver, u16) {
+    let port = free_port();
+    let child = Command::new(bin)
+        .arg(format!("--port={port}"))
+        .arg(format!("--log-path={}", log.display()))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {}: {e}", bin.display()));
+    let driver = Driver(child);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            Instant::now() < deadline,
+            "chromedriver did not listen on port {port} within 30 s"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    (driver, port)
+}
+
+async fn text_of(c: &fantoccini::Client, css: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for e in c.find_all(Locator::Css(css)).await.unwrap() {
+        out.push(e.text().await.unwrap());
+    }
+    out
+}
+
+async fn cells(c: &fantoccini::Client) -> usize {
+    c.find_all(Locator::Css("#heatmap td.heat-cell"))
+        .await
+        .unwrap()
+        .len()
+}
+
+async fn drive(c: &fantoccini::Client, addr: SocketAddr, expected: &Value) {
+    c.set_window_size(1100, 1400).await.unwrap();
+    c.goto(&format!("http://{addr}/")).await.unwrap();
+    assert_eq!(c.title().await.unwrap(), "s2s — translate");
+    // The page reads /health.
+    c.wait()
+        .at_most(Duration::from_secs(20))
+        .for_element(Locator::XPath(
+            "//p[@id='model-info' and contains(., 'rnnsearch-tiny')]",
+        ))
+        .await
+        .expect("model information shown");
+
+    let src = c.find(Locator::Id("src")).await.unwrap();
+    src.send_keys("1 2 3 4\n9 8 7 6 5").await.unwrap();
+    c.find(Locator::Id("translate"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    c.wait()
+        .at_most(Duration::from_secs(30))
+        .for_element(Locator::Css("#heatmap td.heat-cell"))
+        .await
+        .expect("the heatmap appears");
+
+    let t = expected["translations"].as_array().unwrap();
+    let want: Vec<&str> = t
+        .iter()
+        .map(|tr| tr["hyps"][0]["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(text_of(c, ".translation").await, want);
+    let nbest = text_of(c, ".nbest li").await;
+    assert_eq!(
+        nbest.len(),
+        2 * 3,
+        "three hypotheses per sentence: {nbest:?}"
+    );
+    let status = c
+        .find(Locator::Id("status"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(status.starts_with("Translated 2 sentences"), "{status}");
+
+    // The heatmap of sentence 1's best hypothesis: |tgt| x |src| cells.
+    let dims = |i: usize, j: usize| {
+        let a = &t[i]["hyps"][j]["attention"];
+        (
+            a["tgt"].as_array().unwrap().len(),
+            a["src"].as_array().unwrap().len(),
+        )
+    };
+    let (rows, cols) = dims(0, 0);
+    assert_eq!(rows, 5, "4 3 2 1 <eos>");
+    assert!(
+        cols == 4 || cols == 5,
+        "1 2 3 4, and <eos> if the search returns its column"
+    );
+    assert_eq!(cells(c).await, rows * cols);
+    let table = c.find(Locator::Id("heatmap")).await.unwrap();
+    assert_eq!(
+        table.attr("data-rows").await.unwrap(),
+        Some(rows.to_string())
+    );
+    assert_eq!(
+        table.attr("data-cols").await.unwrap(),
+        Some(cols.to_string())
+    );
+    let headers = text_of(c, "#heatmap thead th").await;
+    assert_eq!(headers.len(), cols);
+    let first = c.find(Locator::Css("#heatmap td.heat-cell")).await.unwrap();
+    let title = first.attr("title").await.unwrap().unwrap();
+    let w0 = t[0]["hyps"][0]["attention"]["mean"][0][0].as_f64().unwrap();
+    assert!(
+        title.ends_with(&format!("{w0:.3}")),
+        "{title} shows {w0:.3}"
+    );
+
+    // Choosing sentence 2's best hypothesis redraws the heatmap for it.
+    c.find(Locator::Css("button[data-sentence='1'][data-hyp='0']"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    let (rows, cols) = dims(1, 0);
+    assert_eq!(cells(c).await, rows * cols);
+    let pressed = c
+        .find(Locator::Css("button[aria-pressed='true']"))
+        .await
+        .unwrap();
+    assert_eq!(
+        pressed.attr("data-sentence").await.unwrap().as_deref(),
+        Some("1")
+    );
+
+    // Errors are shown, not thrown.
+    c.find(Locator::Id("beam"))
+        .await
+        .unwrap()
+        .clear()
+        .await
+        .unwrap();
+    c.find(Locator::Id("beam"))
+        .await
+        .unwrap()
+        .send_keys("40")
+        .await
+        .unwrap();
+    c.execute(
+        "document.getElementById('nbest').value = '1'; \
+         document.getElementById('form').noValidate = true;",
+        vec![],
+    )
+    .await
+    .unwrap();
+    c.find(Locator::Id("translate"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    c.wait()
+        .at_most(Duration::from_secs(10))
+        .for_element(Locator::Css("#status.error"))
+        .await
+        .expect("an error message");
+    let status = c
+        .find(Locator::Id("status"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(status.contains("beam must be between 1 and 16"), "{status}");
+
+    if let Some(path) = std::env::var_os("S2S_SCREENSHOT") {
+        // Back to a successful translation for the picture.
+        c.execute(
+            "document.getElementById('beam').value = '5'; \
+             document.getElementById('nbest').value = '3';",
+            vec![],
+        )
+        .await
+        .unwrap();
+        c.find(Locator::Id("translate"))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        c.wait()
+            .at_most(Duration::from_secs(10))
+            .for_element(Locator::XPath(
+                "//p[@id='status' and starts-with(., 'Translated')]",
+            ))
+            .await
+            .unwrap();
+        c.find(Locator::Css("button[data-sentence='1'][data-hyp='0']"))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        let png = c.screenshot().await.unwrap();
+        assert!(png.starts_with(b"\x89PNG"));
+        std::fs::write(&path, png).unwrap();
+        eprintln!("screenshot saved to {}", Path::new(&path).display());
+    }
+}
+
+#[test]
+fn web_page_translates_and_draws_the_heatmap() {
+    if std::env::var("S2S_SKIP_BROWSER").as_deref() == Ok("1") {
+        eprintln!("S2S_SKIP_BROWSER=1: skipping the browser test");
+        return;
+    }
+    let Some(driver_bin) = which("chromedriver") else {
+        panic!(
+            "chromedriver not found on PATH: run .ci/run, which installs Debian's chromium and \
+             chromium-driver (or `apt-get install chromium chromium-driver`); set \
+             S2S_SKIP_BROWSER=1 to skip this test"
+        );
+    };
+    let chromium = ["chromium", "chromium-browser", "google-chrome"]
+        .iter()
+        .find_map(|n| which(n))
+        .expect("chromium not found on PATH: run .ci/run (it installs Debian's chromium)");
+
+    let server = start(config());
+    let addr = server.addr();
+    let expected = translate(
+        addr,
+        &json!({"text": ["1 2 3 4", "9 8 7 6 5"], "beam": 5, "alpha": 0.75, "nbest": 3, "attention": true}),
+    );
+    assert_eq!(expected.status, 200, "{}", expected.body);
+    let expected = expected.json();
+
+    let tmp = tempfile::tempdir().unwrap();
+    let profile = tmp.path().join("profile");
+    let log = tmp.path().join("chromedriver.log");
+    let (driver, port) = start_driver(&driver_bin, &log);
+
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let outcome = rt.block_on(async {
+        let mut caps = serde_json::Map::new();
+        caps.insert(
+            "goog:chromeOptions".into(),
+            json!({
+                "binary": chromium,
+                "args": [
+                    "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                    "--disable-background-networking", "--disable-component-update",
+                    "--disable-sync", "--disable-quic", "--disable-dev-shm-usage",
+                    "--hide-scrollbars",
+                    format!("--user-data-dir={}", profile.display()),
+                ],
+            }),
+        );
+        let client = ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
+            .capabilities(caps)
+            .connect(&format!("http://127.0.0.1:{port}"))
+            .await
+            .unwrap_or_else(|e| {
+                panic!(
+                    "cannot open a Chromium session through chromedriver: {e}\n{}",
+                    std::fs::read_to_string(&log).unwrap_or_default()
+                )
+            });
+        // Run the checks, then always close the browser before reporting.
+        let run = tokio::spawn({
+            let client = client.clone();
+            async move { drive(&client, addr, &expected).await }
+        })
+        .await;
+        let _ = client.close().await;
+        run
+    });
+    drop(driver);
+    server.shutdown().unwrap();
+    if let Err(e) = outcome {
+        std::panic::resume_unwind(e.into_panic());
+    }
+}

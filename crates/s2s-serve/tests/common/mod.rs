@@ -1,0 +1,258 @@
+//! Shared test helpers: a tiny model trained through the real pipeline (a digit-reversal corpus
+//! prepared with `s2s_data::prepare`, `rnnsearch-tiny` for 300 steps, written as a MODEL_DIR the
+//! way `s2s train` writes one), a server on a loopback port, and a small HTTP/1.1 client.
+#![allow(dead_code)]
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use s2s_data::{CorpusSource, PrepareConfig, TokenizerKind};
+use s2s_serve::{RequestLog, ServeConfig, Server};
+use s2s_train::model_dir::{DATA_TOML, SRC_TOKENIZER, TGT_TOKENIZER};
+use s2s_train::{Corpus, RunConfig, TrainOptions};
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+/// Random digit strings of length `min..=max` and their reversals, as space-separated words.
+pub fn reversal_pairs(n: usize, min: usize, max: usize, seed: u64) -> Vec<(String, String)> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    (0..n)
+        .map(|_| {
+            let len = rng.random_range(min..=max);
+            let digits: Vec<String> = (0..len)
+                .map(|_| rng.random_range(0..10).to_string())
+                .collect();
+            let rev: Vec<String> = digits.iter().rev().cloned().collect();
+            (digits.join(" "), rev.join(" "))
+        })
+        .collect()
+}
+
+fn write_split(dir: &Path, name: &str, pairs: &[(String, String)]) -> CorpusSource {
+    let src = dir.join(format!("{name}.src"));
+    let tgt = dir.join(format!("{name}.tgt"));
+    let join = |f: &dyn Fn(&(String, String)) -> &String| {
+        pairs
+            .iter()
+            .map(|p| f(p).as_str())
+            .collect::<Vec<_>>()
+            .join("\n")
+            + "\n"
+    };
+    std::fs::write(&src, join(&|p| &p.0)).unwrap();
+    std::fs::write(&tgt, join(&|p| &p.1)).unwrap();
+    CorpusSource::Parallel { src, tgt }
+}
+
+/// Prepares a reversal corpus and trains `rnnsearch-tiny` on it into `root/model`, writing the
+/// files `s2s train` writes (config.toml, data.toml, the tokenizers, weights, metrics.jsonl).
+pub fn train_reversal_model(root: &Path) -> PathBuf {
+    let raw = root.join("raw");
+    std::fs::create_dir_all(&raw).unwrap();
+    let train = write_split(&raw, "train", &reversal_pairs(3000, 2, 6, 1));
+    let valid = write_split(&raw, "valid", &reversal_pairs(100, 2, 6, 2));
+    let data_dir = root.join("data");
+    let mut cfg = PrepareConfig::new(train, &data_dir);
+    cfg.valid = Some(valid);
+    cfg.src_tokenizer = Some(TokenizerKind::Word);
+    cfg.tgt_tokenizer = Some(TokenizerKind::Word);
+    cfg.joint = true;
+    s2s_data::prepare(&cfg, &|_: &str| {}).unwrap();
+    let data = s2s_data::load_data_dir(&data_dir).unwrap();
+
+    let text = "arch = \"rnnsearch-tiny\"\n[train]\nmax_steps = 300\nmax_tokens = 1200\n\
+                max_sentences = 100\nlr = 5e-3\nwarmup_steps = 50\nlabel_smoothing = 0.0\n\
+                valid_every = 60\npatience = 0\n";
+    let (arch, model, train) = s2s_train::config::resolve(None, Some(("test", text))).unwrap();
+    let run = RunConfig {
+        arch,
+        src_vocab: data.src_tokenizer.vocab_size(),
+        tgt_vocab: data.tgt_tokenizer.vocab_size(),
+        model,
+        train,
+    };
+    let model_dir = root.join("model");
+    std::fs::create_dir_all(&model_dir).unwrap();
+    std::fs::write(
+        model_dir.join("config.toml"),
+        toml::to_string(&run).unwrap(),
+    )
+    .unwrap();
+    std::fs::copy(data_dir.join(DATA_TOML), model_dir.join(DATA_TOML)).unwrap();
+    std::fs::copy(
+        data_dir.join(&data.meta.tokenizers.src.file),
+        model_dir.join(SRC_TOKENIZER),
+    )
+    .unwrap();
+    std::fs::copy(
+        data_dir.join(&data.meta.tokenizers.tgt.file),
+        model_dir.join(TGT_TOKENIZER),
+    )
+    .unwrap();
+    let train_split = data.encode(&data.train);
+    let valid_split = data.encode(data.valid.as_ref().unwrap());
+    let refs = data.valid.as_ref().unwrap().tgt.clone();
+    let corpus = Corpus {
+        train: &train_split,
+        valid: Some(&valid_split),
+        valid_refs: &refs,
+        tgt_tokenizer: &data.tgt_tokenizer,
+    };
+    let opts = TrainOptions {
+        resume: false,
+        progress: false,
+        interrupter: s2s_train::Interrupter::new(),
+    };
+    s2s_train::train(
+        &model_dir,
+        &run,
+        &corpus,
+        &burn::tensor::Device::flex(),
+        &opts,
+    )
+    .unwrap();
+    model_dir
+}
+
+/// One trained model per test binary, kept alive (with its temporary folder) for all its tests.
+pub fn model_dir() -> &'static Path {
+    static MODEL: OnceLock<(tempfile::TempDir, PathBuf)> = OnceLock::new();
+    &MODEL
+        .get_or_init(|| {
+            let dir = tempfile::tempdir().unwrap();
+            let t = std::time::Instant::now();
+            let model = train_reversal_model(dir.path());
+            eprintln!(
+                "trained the test model in {:.1} s",
+                t.elapsed().as_secs_f64()
+            );
+            (dir, model)
+        })
+        .1
+}
+
+/// A server config for the shared model on a free loopback port, logging into memory.
+pub fn config() -> ServeConfig {
+    let mut cfg = ServeConfig::new(model_dir());
+    cfg.addr = SocketAddr::from(([127, 0, 0, 1], 0));
+    cfg.log = RequestLog::Capture(Default::default());
+    cfg
+}
+
+pub fn start(cfg: ServeConfig) -> Server {
+    Server::start(cfg).expect("server starts")
+}
+
+/// An HTTP response.
+#[derive(Debug)]
+pub struct Resp {
+    pub status: u16,
+    pub headers: String,
+    pub body: String,
+}
+
+impl Resp {
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.body)
+            .unwrap_or_else(|e| panic!("response is not JSON ({e}): {}", self.body))
+    }
+
+    /// The `error` of a JSON error body, checking its shape.
+    pub fn error(&self) -> String {
+        let v = self.json();
+        let obj = v.as_object().expect("error body is an object");
+        assert_eq!(obj.len(), 1, "error body has only `error`: {v}");
+        obj["error"].as_str().expect("error is a string").to_owned()
+    }
+
+    pub fn header(&self, name: &str) -> Option<String> {
+        self.headers.lines().find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            k.trim()
+                .eq_ignore_ascii_case(name)
+                .then(|| v.trim().to_owned())
+        })
+    }
+}
+
+fn dechunk(body: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut rest = body;
+    while let Some(pos) = rest.windows(2).position(|w| w == b"\r\n") {
+        let size_line = std::str::from_utf8(&rest[..pos]).unwrap();
+        let size = usize::from_str_radix(size_line.split(';').next().unwrap().trim(), 16).unwrap();
+        rest = &rest[pos + 2..];
+        if size == 0 {
+            break;
+        }
+        out.extend_from_slice(&rest[..size]);
+        rest = &rest[size + 2..];
+    }
+    out
+}
+
+/// Sends one request (`Connection: close`) with raw `extra_headers` and reads the response.
+pub fn raw_request(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    extra_headers: &str,
+    body: &[u8],
+) -> Resp {
+    let mut s = TcpStream::connect(addr).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    let head = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n{extra_headers}\r\n"
+    );
+    s.write_all(head.as_bytes()).unwrap();
+    // The server may answer (413) and close before reading a large body; that is fine.
+    let _ = s.write_all(body);
+    let mut buf = Vec::new();
+    let _ = s.read_to_end(&mut buf);
+    let split = buf
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .unwrap_or_else(|| panic!("no HTTP response: {:?}", String::from_utf8_lossy(&buf)));
+    let headers = String::from_utf8(buf[..split].to_vec()).unwrap();
+    let mut body = buf[split + 4..].to_vec();
+    if headers
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked")
+    {
+        body = dechunk(&body);
+    }
+    let status = headers.split(' ').nth(1).unwrap().parse().unwrap();
+    Resp {
+        status,
+        headers,
+        body: String::from_utf8(body).unwrap(),
+    }
+}
+
+pub fn get(addr: SocketAddr, path: &str) -> Resp {
+    raw_request(addr, "GET", path, "", b"")
+}
+
+/// POSTs `body` with a Content-Length and, if given, a Content-Type.
+pub fn post_bytes(addr: SocketAddr, path: &str, content_type: Option<&str>, body: &[u8]) -> Resp {
+    let ct = content_type
+        .map(|c| format!("Content-Type: {c}\r\n"))
+        .unwrap_or_default();
+    raw_request(
+        addr,
+        "POST",
+        path,
+        &format!("{ct}Content-Length: {}\r\n", body.len()),
+        body,
+    )
+}
+
+pub fn post(addr: SocketAddr, path: &str, body: &str) -> Resp {
+    post_bytes(addr, path, Some("application/json"), body.as_bytes())
+}
+
+pub fn translate(addr: SocketAddr, req: &serde_json::Value) -> Resp {
+    post(addr, "/v1/translate", &req.to_string())
+}

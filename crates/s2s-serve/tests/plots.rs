@@ -1,0 +1,143 @@
+//! `s2s plot` (training curves) and `s2s translate --attention-plot` (heatmaps) on a real trained
+//! model: the files are written and are valid SVG with the expected cells and series.
+
+mod common;
+
+use common::*;
+use s2s_serve::SearchOptions;
+use std::path::Path;
+
+fn parse_svg(path: &Path) -> String {
+    let text = std::fs::read_to_string(path).unwrap();
+    let doc = roxmltree::Document::parse(&text)
+        .unwrap_or_else(|e| panic!("{} is not valid XML: {e}", path.display()));
+    assert_eq!(doc.root_element().tag_name().name(), "svg");
+    text
+}
+
+fn elements<'a>(doc: &'a roxmltree::Document, name: &str) -> Vec<roxmltree::Node<'a, 'a>> {
+    doc.descendants()
+        .filter(|n| n.is_element() && n.tag_name().name() == name)
+        .collect()
+}
+
+fn texts(doc: &roxmltree::Document) -> Vec<String> {
+    elements(doc, "text")
+        .iter()
+        .filter_map(|n| n.text().map(|t| t.trim().to_owned()))
+        .collect()
+}
+
+#[test]
+fn training_curves() {
+    let model = model_dir();
+    let records = s2s_train::metrics::read(&model.join("metrics.jsonl")).unwrap();
+    assert_eq!(records.len(), 5, "validations at steps 60..=300");
+    let out = tempfile::tempdir().unwrap();
+    let written = s2s_serve::plot::write_training_plots(model, out.path()).unwrap();
+    let names: Vec<String> = written
+        .iter()
+        .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, ["loss.svg", "bleu.svg", "lr.svg"]);
+    for (path, series) in written.iter().zip([2usize, 1, 1]) {
+        let text = parse_svg(path);
+        let doc = roxmltree::Document::parse(&text).unwrap();
+        // Two panels (against steps and minutes); per panel each series is a line, a legend
+        // line and one marker per validation.
+        let lines = elements(&doc, "polyline")
+            .into_iter()
+            .filter(|n| n.attribute("stroke-width") == Some("2"))
+            .count();
+        assert_eq!(lines, 2 * series * 2, "{}: lines", path.display());
+        assert_eq!(
+            elements(&doc, "circle").len(),
+            2 * series * records.len(),
+            "{}: markers",
+            path.display()
+        );
+        let labels = texts(&doc);
+        assert!(labels.iter().any(|t| t == "step"), "{labels:?}");
+        assert!(labels.iter().any(|t| t == "minutes"), "{labels:?}");
+    }
+    let loss = std::fs::read_to_string(out.path().join("loss.svg")).unwrap();
+    assert!(loss.contains("train loss") && loss.contains("valid loss"));
+
+    // No metrics: a clear error.
+    let empty = tempfile::tempdir().unwrap();
+    let e = s2s_serve::plot::write_training_plots(empty.path(), out.path()).unwrap_err();
+    assert!(e.to_string().contains("metrics.jsonl not found"), "{e}");
+}
+
+/// What `s2s translate --attention-plot` does: decode with attention, then plot each sentence.
+#[test]
+fn attention_plots() {
+    let device = burn::tensor::Device::flex();
+    let loaded = s2s_train::model_dir::load(model_dir(), &device).unwrap();
+    let lines: Vec<String> = vec!["1 2 3 4".into(), "9 8 7 6 5".into()];
+    let sources: Vec<Vec<u32>> = lines.iter().map(|l| loaded.encode_source(l)).collect();
+    let cfg = SearchOptions {
+        attention: true,
+        ..SearchOptions::default()
+    }
+    .to_config();
+    let results = s2s_models::decoder::translate_all(
+        &loaded.model,
+        &device,
+        loaded.run.tgt_vocab,
+        &sources,
+        &cfg,
+        64,
+    )
+    .unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let path = out.path().join("att.svg");
+
+    // Several sentences: att.1.svg, att.2.svg.
+    let written =
+        s2s_serve::plot::write_attention_plots(&path, &loaded, &lines, &sources, &results).unwrap();
+    assert_eq!(
+        written,
+        vec![out.path().join("att.1.svg"), out.path().join("att.2.svg")]
+    );
+    assert!(!path.exists());
+    for ((file, src), hyps) in written.iter().zip(&sources).zip(&results) {
+        let text = parse_svg(file);
+        let doc = roxmltree::Document::parse(&text).unwrap();
+        // Source tokens, plus <eos> when the search returns that column.
+        let n_src = hyps[0].attention.as_ref().unwrap()[0].len();
+        assert!(n_src == src.len() || n_src == src.len() + 1);
+        let n_tgt = hyps[0].tokens.len() + 1;
+        // One background rectangle, then one per cell.
+        assert_eq!(
+            elements(&doc, "rect").len(),
+            1 + n_src * n_tgt,
+            "{}",
+            file.display()
+        );
+        let labels = texts(&doc);
+        assert!(labels.iter().any(|t| t == "<eos>"), "{labels:?}");
+        for tok in loaded.src_tokenizer.tokens(src) {
+            assert!(labels.contains(&tok), "{tok} labelled: {labels:?}");
+        }
+    }
+
+    // One sentence: the file itself.
+    let written = s2s_serve::plot::write_attention_plots(
+        &path,
+        &loaded,
+        &lines[..1],
+        &sources[..1],
+        &results[..1],
+    )
+    .unwrap();
+    assert_eq!(written, vec![path.clone()]);
+    parse_svg(&path);
+
+    // Without attention there is nothing to plot.
+    let mut no_att = results.clone();
+    no_att[0][0].attention = None;
+    let e = s2s_serve::plot::write_attention_plots(&path, &loaded, &lines, &sources, &no_att)
+        .unwrap_err();
+    assert!(e.to_string().contains("no attention"), "{e}");
+}
