@@ -70,6 +70,10 @@ pub fn run_config(arch: &str, data: &DataDir, train_toml: &str) -> RunConfig {
     }
 }
 
+/// burn's random generator is process-wide: trainings in one test binary run one at a time, so
+/// each is a deterministic function of its seed (and a pass is not luck of thread interleaving).
+static TRAINING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// Trains `run` on `data` into `model_dir` (which gets the files a real MODEL_DIR has).
 pub fn train(
     model_dir: &Path,
@@ -77,6 +81,7 @@ pub fn train(
     run: &RunConfig,
     resume: bool,
 ) -> s2s_train::TrainOutcome {
+    let _one_at_a_time = TRAINING.lock().unwrap_or_else(|e| e.into_inner());
     std::fs::create_dir_all(model_dir).unwrap();
     std::fs::write(model_dir.join("config.toml"), toml::to_string(run).unwrap()).unwrap();
     let train_split = data.encode(&data.train);
