@@ -87,30 +87,7 @@ fn resumes_exactly(arch: &str, model_toml: &str) {
         assert_eq!(x.train_loss.to_bits(), y.train_loss.to_bits(), "{arch}");
         assert_eq!(x.valid_loss.to_bits(), y.valid_loss.to_bits(), "{arch}");
     }
-    let tensors = |d: &std::path::Path| {
-        use burn::store::ModuleSnapshot;
-        let run = config(20);
-        let device = burn::tensor::Device::flex();
-        let m = s2s_models::Seq2SeqModel::new(&run.model, run.src_vocab, run.tgt_vocab, &device);
-        let path = d.join("checkpoint").join(s2s_train::checkpoint::WEIGHTS);
-        let m = s2s_models::io::load_checkpoint(m, &path).unwrap();
-        let mut out: Vec<(String, Vec<u8>)> = m
-            .collect(None, None, false)
-            .into_iter()
-            .map(|t| {
-                let (name, _, _, _, bytes) = t.into_parts().unwrap();
-                (name, bytes.to_vec())
-            })
-            .collect();
-        out.sort_by(|x, y| x.0.cmp(&y.0));
-        out
-    };
-    let (ta, tb) = (tensors(&straight), tensors(&halves));
-    assert_eq!(ta.len(), tb.len());
-    for ((na, va), (nb, vb)) in ta.iter().zip(&tb) {
-        assert_eq!(na, nb);
-        assert!(va == vb, "{arch}: parameter {na} differs after resume");
-    }
+    assert_same_checkpoint(&straight, &halves, &config(20), arch);
 }
 
 #[test]

@@ -131,3 +131,31 @@ pub fn exact_match(model_dir: &Path, data: &DataDir, run: &RunConfig) -> f64 {
         .count();
     correct as f64 / test.len() as f64
 }
+
+/// Asserts that two MODEL_DIRs' checkpoints hold bit-identical parameters. Tensors are compared,
+/// not files, so container metadata cannot mask or fake a difference.
+pub fn assert_same_checkpoint(a: &Path, b: &Path, run: &RunConfig, what: &str) {
+    use burn::store::ModuleSnapshot;
+    let tensors = |dir: &Path| {
+        let device = burn::tensor::Device::flex();
+        let m = s2s_models::Seq2SeqModel::new(&run.model, run.src_vocab, run.tgt_vocab, &device);
+        let path = dir.join("checkpoint").join(s2s_train::checkpoint::WEIGHTS);
+        let m = s2s_models::io::load_checkpoint(m, &path).unwrap();
+        let mut out: Vec<(String, Vec<u8>)> = m
+            .collect(None, None, false)
+            .into_iter()
+            .map(|t| {
+                let (name, _, _, _, bytes) = t.into_parts().unwrap();
+                (name, bytes.to_vec())
+            })
+            .collect();
+        out.sort_by(|x, y| x.0.cmp(&y.0));
+        out
+    };
+    let (ta, tb) = (tensors(a), tensors(b));
+    assert_eq!(ta.len(), tb.len());
+    for ((na, va), (nb, vb)) in ta.iter().zip(&tb) {
+        assert_eq!(na, nb);
+        assert!(va == vb, "{what}: parameter {na} differs after resume");
+    }
+}
