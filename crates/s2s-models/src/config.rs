@@ -189,6 +189,17 @@ pub fn preset(name: &str) -> Option<ModelConfig> {
     Some(ModelConfig::Rnn(cfg))
 }
 
+/// The decoder layer whose attention is reported must exist (shared by the architectures that
+/// let you choose one).
+pub(crate) fn check_alignment_layer(layer: Option<usize>, dec_layers: usize) -> Result<(), String> {
+    match layer {
+        Some(l) if l >= dec_layers => Err(format!(
+            "alignment_layer = {l} but the decoder has {dec_layers} layers (0-based)"
+        )),
+        _ => Ok(()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

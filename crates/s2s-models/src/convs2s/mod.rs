@@ -59,14 +59,7 @@ impl ConvS2SConfig {
         if self.max_positions == 0 {
             return Err("max_positions must be at least 1".into());
         }
-        if let Some(l) = self.alignment_layer
-            && l >= self.dec_layers
-        {
-            return Err(format!(
-                "alignment_layer = {l} but the decoder has {} layers (0-based)",
-                self.dec_layers
-            ));
-        }
+        crate::config::check_alignment_layer(self.alignment_layer, self.dec_layers)?;
         Ok(())
     }
 }
