@@ -1,0 +1,207 @@
+#!/usr/bin/env bash
+# Runs `s2s bench --json` and the PyTorch reference (bench/reference.py) on the same shapes, joins
+# them on (model, phase), prints a markdown table of times, ratios and peak memory, and writes it
+# into docs/performance.md between the `bench:begin` / `bench:end` markers.
+#
+#   bench/compare.sh [S2S_BINARY] [-- extra args for both, e.g. --reps 5 --models rnnsearch]
+#
+# S2S_BINARY defaults to $S2S, then target/release/s2s. When it does not exist (or with
+# --pytorch-only) only the reference runs and the s2s columns say "pending".
+# Environment: PYTHON (default bench/.venv/bin/python, see bench/setup.sh), NO_DOC=1 to leave
+# docs/performance.md alone. Raw JSON lines are kept in bench/results/.
+#
+# Run it on an otherwise idle machine: both sides use 2 threads, and a concurrent build turns
+# OpenMP's and rayon's barriers into waits on the scheduler (numbers then mean nothing).
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$root"
+
+s2s="${S2S:-target/release/s2s}"
+pytorch_only=0
+if [ $# -gt 0 ] && [ "$1" != "--" ] && [ "$1" != "--pytorch-only" ]; then
+  s2s="$1"
+  shift
+fi
+if [ $# -gt 0 ] && [ "$1" = "--pytorch-only" ]; then
+  pytorch_only=1
+  shift
+fi
+if [ $# -gt 0 ] && [ "$1" = "--" ]; then
+  shift
+fi
+extra=("$@")
+python="${PYTHON:-$root/bench/.venv/bin/python}"
+if [ ! -x "$python" ]; then
+  echo "no $python: run bench/setup.sh first (or set PYTHON)" >&2
+  exit 1
+fi
+if [ "$pytorch_only" = 0 ] && [ ! -x "$s2s" ]; then
+  echo "note: no s2s binary at $s2s (build it with: cargo build --release -p s2s-cli); s2s columns will say pending" >&2
+  pytorch_only=1
+fi
+
+load="$(cut -d' ' -f1 /proc/loadavg)"
+if awk -v l="$load" 'BEGIN { exit !(l > 0.5) }'; then
+  echo "warning: load average is $load; other processes will distort the timings" >&2
+fi
+
+out="$root/bench/results"
+mkdir -p "$out"
+: > "$out/s2s.jsonl"
+s2s_cmd="(s2s binary missing)"
+if [ "$pytorch_only" = 0 ]; then
+  s2s_cmd="$s2s bench --json ${extra[*]:-}"
+  echo "+ $s2s_cmd" >&2
+  "$s2s" bench --json "${extra[@]}" | tee "$out/s2s.jsonl"
+fi
+ref_cmd="bench/.venv/bin/python bench/reference.py ${extra[*]:-}"
+echo "+ $ref_cmd" >&2
+"$python" bench/reference.py "${extra[@]}" 2> >(tee "$out/pytorch.log" >&2) | tee "$out/pytorch.jsonl"
+wait || true
+
+S2S_CMD="$s2s_cmd" REF_CMD="$ref_cmd" NO_DOC="${NO_DOC:-0}" python3 - "$out" <<'PY'
+import datetime, json, os, re, subprocess, sys
+
+out = sys.argv[1]
+
+
+def load(name):
+    rows = {}
+    with open(os.path.join(out, name)) as f:
+        for line in f:
+            line = line.strip()
+            if line.startswith("{"):
+                r = json.loads(line)
+                rows[(r["model"], r["phase"])] = r
+    return rows
+
+
+s2s, ref = load("s2s.jsonl"), load("pytorch.jsonl")
+# Targets of issue #10: ratio s2s / PyTorch (lower is better for s2s).
+TIME_TARGET = {("rnnsearch", "train"): 1.0, ("transformer", "train"): 1.0}
+PHASE_TARGET = {"greedy": 0.7, "beam": 0.5}
+MEM_TARGET = {"train": 0.5}
+
+
+def fmt(x, spec):
+    return "pending" if x is None else format(x, spec)
+
+
+def judged(ratio, target):
+    if target is None:
+        return "-"
+    if ratio is None:
+        return f"<= {target:.1f}x"
+    return f"<= {target:.1f}x {'met' if ratio <= target else 'NOT met'}"
+
+
+order = {m: i for i, m in enumerate(["rnnsearch", "transformer", "convs2s"])}
+porder = {p: i for i, p in enumerate(["train", "greedy", "beam"])}
+keys = sorted(set(ref) | set(s2s), key=lambda k: (order.get(k[0], 9), porder.get(k[1], 9)))
+lines = [
+    "| model | phase | s2s ms | PyTorch ms | s2s/PyTorch | target | s2s peak MiB | PyTorch peak MiB | mem s2s/PyTorch | mem target | params s2s / PyTorch |",
+    "|---|---|---:|---:|---:|---|---:|---:|---:|---|---|",
+]
+param_notes = []
+for k in keys:
+    a, b = s2s.get(k), ref.get(k)
+    ms_a = a["ms_per_batch"] if a else None
+    ms_b = b["ms_per_batch"] if b else None
+    mem_a = a["peak_rss_mb"] if a else None
+    mem_b = b["peak_rss_mb"] if b else None
+    ratio = ms_a / ms_b if ms_a and ms_b else None
+    mratio = mem_a / mem_b if mem_a and mem_b else None
+    t = TIME_TARGET.get(k, PHASE_TARGET.get(k[1]))
+    mt = MEM_TARGET.get(k[1])
+    pa, pb = (a or {}).get("params"), (b or {}).get("params")
+    params = f"{fmt(pa, ',')} / {fmt(pb, ',')}"
+    if pa is not None and pb is not None and pa != pb:
+        params += " (DIFFER)"
+        param_notes.append(k)
+    lines.append(
+        f"| {k[0]} | {k[1]} | {fmt(ms_a, '.1f')} | {fmt(ms_b, '.1f')} | "
+        f"{fmt(ratio, '.2f') + ('x' if ratio else '')} | {judged(ratio, t)} | "
+        f"{fmt(mem_a, '.0f')} | {fmt(mem_b, '.0f')} | "
+        f"{fmt(mratio, '.2f') + ('x' if mratio else '')} | {judged(mratio, mt)} | {params} |"
+    )
+
+# GFLOP/s of a training step: the FLOPs PyTorch counts (forward + backward) for the same
+# architecture, over each side's time.
+peak, peak_desc = None, ""
+log = os.path.join(out, "pytorch.log")
+if os.path.exists(log):
+    for line in open(log):
+        m = re.search(r"= (\d+) GFLOP/s fp32 peak", line)
+        if m:
+            peak, peak_desc = float(m.group(1)), line.split(";", 1)[-1].strip()
+flops = ["", "| model | GFLOP per step (fwd+bwd) | s2s GFLOP/s | PyTorch GFLOP/s | s2s % of peak | PyTorch % of peak |",
+         "|---|---:|---:|---:|---:|---:|"]
+any_flops = False
+for k in keys:
+    b = ref.get(k)
+    if k[1] != "train" or not b or "gflop_per_batch" not in b:
+        continue
+    any_flops = True
+    g = b["gflop_per_batch"]
+    a = s2s.get(k)
+    ga = g / (a["ms_per_batch"] / 1e3) if a else None
+    gb = g / (b["ms_per_batch"] / 1e3)
+    pct = lambda x: "pending" if x is None or not peak else f"{100 * x / peak:.1f}%"
+    flops.append(f"| {k[0]} | {g:.1f} | {fmt(ga, '.1f')} | {gb:.1f} | {pct(ga)} | {pct(gb)} |")
+
+cpu = "?"
+try:
+    for line in subprocess.run(["lscpu"], capture_output=True, text=True).stdout.splitlines():
+        if line.startswith("Model name:"):
+            cpu = line.split(":", 1)[1].strip()
+except OSError:
+    pass
+cores = os.cpu_count()
+torch_v = ""
+if os.path.exists(log):
+    m = re.search(r"# torch (\S+),", open(log).read())
+    torch_v = m.group(1) if m else ""
+base = ""
+if os.path.exists(log):
+    m = re.search(r"baseline peak RSS of `import torch`: ([\d.]+) MB", open(log).read())
+    base = m.group(1) if m else ""
+
+stamp = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
+block = [
+    f"Measured {stamp} on {cpu}, {cores} cores (`lscpu`), torch {torch_v}, 2 threads on both sides.",
+    "",
+    "```",
+    os.environ["S2S_CMD"],
+    os.environ["REF_CMD"],
+    "```",
+    "",
+    *lines,
+]
+if not s2s:
+    block += ["", "The s2s columns are pending: no `s2s bench` results were produced in this run "
+              "(PyTorch-only numbers)."]
+if param_notes:
+    block += ["", "Parameter counts differ for: " + ", ".join(f"{m} {p}" for m, p in param_notes)
+              + " - the comparison is not like for like until they agree."]
+if any_flops:
+    block += flops
+    if peak:
+        block += ["", f"Peak: {peak_desc}."]
+if base:
+    block += ["", f"PyTorch's peak RSS includes {base} MiB for the interpreter and `import torch` "
+              "alone (PyPI's wheel maps the CUDA libraries too, unused)."]
+table = "\n".join(block)
+print()
+print(table)
+
+if os.environ.get("NO_DOC") != "1":
+    doc = "docs/performance.md"
+    begin, end = "<!-- bench:begin -->", "<!-- bench:end -->"
+    text = open(doc).read() if os.path.exists(doc) else f"# Performance\n\n{begin}\n{end}\n"
+    if begin not in text or end not in text:
+        text += f"\n{begin}\n{end}\n"
+    pre, rest = text.split(begin, 1)
+    _, post = rest.split(end, 1)
+    open(doc, "w").write(f"{pre}{begin}\n{table}\n{end}{post}")
+    print(f"\nwrote the table into {doc}", file=sys.stderr)
+PY
