@@ -59,7 +59,8 @@ echo "+ $ref_cmd" >&2
 "$python" bench/reference.py "${extra[@]}" 2> >(tee "$out/pytorch.log" >&2) | tee "$out/pytorch.jsonl"
 wait || true
 
-S2S_CMD="$s2s_cmd" REF_CMD="$ref_cmd" NO_DOC="${NO_DOC:-0}" python3 - "$out" <<'PY'
+load_end="$(cut -d' ' -f1 /proc/loadavg)"
+LOAD="$load" LOAD_END="$load_end" S2S_CMD="$s2s_cmd" REF_CMD="$ref_cmd" NO_DOC="${NO_DOC:-0}" python3 - "$out" <<'PY'
 import datetime, json, os, re, subprocess, sys
 
 out = sys.argv[1]
@@ -168,7 +169,8 @@ if os.path.exists(log):
 
 stamp = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
 block = [
-    f"Measured {stamp} on {cpu}, {cores} cores (`lscpu`), torch {torch_v}, 2 threads on both sides.",
+    f"Measured {stamp} on {cpu}, {cores} cores (`lscpu`), torch {torch_v}, 2 threads on both sides; "
+    f"1-minute load average {os.environ['LOAD']} before, {os.environ['LOAD_END']} after.",
     "",
     "```",
     os.environ["S2S_CMD"],
@@ -177,6 +179,9 @@ block = [
     "",
     *lines,
 ]
+if max(float(os.environ["LOAD"]), float(os.environ["LOAD_END"])) > 0.5:
+    block += ["", "**Measured while other processes were running: these timings are distorted "
+              "(slower and noisier than on an idle machine) and are not a basis for conclusions.**"]
 if not s2s:
     block += ["", "The s2s columns are pending: no `s2s bench` results were produced in this run "
               "(PyTorch-only numbers)."]
