@@ -32,6 +32,8 @@ enum Command {
     Serve(cmd::serve::ServeArgs),
     /// Draw training curves (loss, validation BLEU, learning rate) from metrics.jsonl as SVG.
     Plot(cmd::plot::PlotArgs),
+    /// Measure training and decoding throughput and peak memory on fixed shapes.
+    Bench(cmd::bench::BenchArgs),
 }
 
 fn main() {
@@ -44,6 +46,7 @@ fn main() {
         Command::Eval(args) => cmd::eval::run(args),
         Command::Serve(args) => cmd::serve::run(args),
         Command::Plot(args) => cmd::plot::run(args),
+        Command::Bench(args) => cmd::bench::run(args),
     };
     if let Err(err) = result {
         eprintln!("error: {err:#}");

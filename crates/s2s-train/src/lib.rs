@@ -9,6 +9,7 @@
 //! `ModuleOptimizer::step`) and uses burn-train's [`burn::train::Interrupter`] for stopping. The
 //! optimiser state is burn-optim's own record, saved in the checkpoint.
 
+pub mod bench;
 pub mod checkpoint;
 pub mod config;
 pub mod loss;

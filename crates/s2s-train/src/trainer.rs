@@ -78,7 +78,7 @@ fn int_tensor(ids: &[u32], shape: [usize; 2], device: &Device) -> Tensor<2, Int>
     Tensor::from_data(TensorData::new(v, shape), device)
 }
 
-fn make_optimizer(cfg: &crate::TrainConfig) -> ModuleOptimizer {
+pub(crate) fn make_optimizer(cfg: &crate::TrainConfig) -> ModuleOptimizer {
     let clip = (cfg.clip_norm > 0.0).then_some(GradientClippingConfig::Norm(cfg.clip_norm));
     match cfg.optimizer {
         OptimizerKind::Adam => AdamConfig::new()
