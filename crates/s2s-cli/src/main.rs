@@ -2,6 +2,7 @@
 //! library crates.
 
 mod cmd;
+mod datasets;
 
 use clap::{Parser, Subcommand};
 
@@ -32,6 +33,8 @@ enum Command {
     Serve(cmd::serve::ServeArgs),
     /// Draw training curves (loss, validation BLEU, learning rate) from metrics.jsonl as SVG.
     Plot(cmd::plot::PlotArgs),
+    /// Get benchmark corpora (`s2s data get multi30k --out DIR [--from DIR]`), verified by sha256.
+    Data(cmd::data::DataArgs),
 }
 
 fn main() {
@@ -44,6 +47,7 @@ fn main() {
         Command::Eval(args) => cmd::eval::run(args),
         Command::Serve(args) => cmd::serve::run(args),
         Command::Plot(args) => cmd::plot::run(args),
+        Command::Data(args) => cmd::data::run(args),
     };
     if let Err(err) = result {
         eprintln!("error: {err:#}");

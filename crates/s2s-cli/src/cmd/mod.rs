@@ -1,4 +1,5 @@
 //! One module per subcommand.
+pub mod data;
 pub mod eval;
 pub mod plot;
 pub mod prepare;
