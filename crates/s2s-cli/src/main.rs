@@ -2,6 +2,7 @@
 //! library crates.
 
 mod cmd;
+mod datasets;
 
 use clap::{Parser, Subcommand};
 
@@ -34,6 +35,8 @@ enum Command {
     Plot(cmd::plot::PlotArgs),
     /// Measure training and decoding throughput and peak memory on fixed shapes.
     Bench(cmd::bench::BenchArgs),
+    /// Get benchmark corpora (`s2s data get multi30k --out DIR [--from DIR]`), verified by sha256.
+    Data(cmd::data::DataArgs),
 }
 
 fn main() {
@@ -47,6 +50,7 @@ fn main() {
         Command::Serve(args) => cmd::serve::run(args),
         Command::Plot(args) => cmd::plot::run(args),
         Command::Bench(args) => cmd::bench::run(args),
+        Command::Data(args) => cmd::data::run(args),
     };
     if let Err(err) = result {
         eprintln!("error: {err:#}");

@@ -362,8 +362,31 @@ pub fn training_svgs(records: &[MetricsRecord]) -> Result<Vec<(&'static str, Str
     Ok(out)
 }
 
+/// One figure for reports such as the benchmark table: validation BLEU (left) and train and
+/// validation loss (right), both against minutes of training, under `title`.
+pub fn curves_svg(records: &[MetricsRecord], title: &str) -> Result<String> {
+    if records.is_empty() {
+        bail!("no validations recorded yet: metrics.jsonl is empty");
+    }
+    let figs = figures();
+    let find = |name: &str| figs.iter().find(|f| f.name == name).expect("figure exists");
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (1000, 410)).into_drawing_area();
+        root.fill(&WHITE).map_err(plot_err)?;
+        let root = root.titled(title, ("sans-serif", 18)).map_err(plot_err)?;
+        let panels = root.split_evenly((1, 2));
+        let minutes = |r: &MetricsRecord| r.elapsed_sec / 60.0;
+        draw_panel(&panels[0], find("bleu"), records, "minutes", minutes, false)?;
+        draw_panel(&panels[1], find("loss"), records, "minutes", minutes, false)?;
+        root.present().map_err(plot_err)?;
+    }
+    Ok(svg)
+}
+
 /// `s2s plot`: reads `MODEL_DIR/metrics.jsonl` and writes `loss.svg`, `bleu.svg` and `lr.svg`
-/// into `out_dir`; returns the paths written.
+/// into `out_dir`, and `curves.svg` (validation BLEU and loss against minutes, in one figure
+/// titled with the model directory's name); returns the paths written.
 pub fn write_training_plots(model_dir: &Path, out_dir: &Path) -> Result<Vec<PathBuf>> {
     let path = model_dir.join("metrics.jsonl");
     if !path.exists() {
@@ -384,6 +407,19 @@ pub fn write_training_plots(model_dir: &Path, out_dir: &Path) -> Result<Vec<Path
             .with_context(|| format!("cannot write {}", p.display()))?;
         written.push(p);
     }
+    let title = format!(
+        "{}: validation BLEU and loss",
+        model_dir
+            .canonicalize()
+            .ok()
+            .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+            .unwrap_or_else(|| model_dir.display().to_string())
+    );
+    let p = out_dir.join("curves.svg");
+    let svg = curves_svg(&records, &title)?;
+    s2s_data::atomic_write(&p, svg.as_bytes())
+        .with_context(|| format!("cannot write {}", p.display()))?;
+    written.push(p);
     Ok(written)
 }
 

@@ -39,8 +39,8 @@ fn training_curves() {
         .iter()
         .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
         .collect();
-    assert_eq!(names, ["loss.svg", "bleu.svg", "lr.svg"]);
-    for (path, series) in written.iter().zip([2usize, 1, 1]) {
+    assert_eq!(names, ["loss.svg", "bleu.svg", "lr.svg", "curves.svg"]);
+    for (path, series) in written.iter().take(3).zip([2usize, 1, 1]) {
         let text = parse_svg(path);
         let doc = roxmltree::Document::parse(&text).unwrap();
         // Two panels (against steps and minutes); per panel each series is a line, a legend
@@ -60,6 +60,24 @@ fn training_curves() {
         assert!(labels.iter().any(|t| t == "step"), "{labels:?}");
         assert!(labels.iter().any(|t| t == "minutes"), "{labels:?}");
     }
+    // curves.svg: validation BLEU (1 series) and loss (2 series), each one panel against minutes.
+    let text = parse_svg(&written[3]);
+    let doc = roxmltree::Document::parse(&text).unwrap();
+    let lines = elements(&doc, "polyline")
+        .into_iter()
+        .filter(|n| n.attribute("stroke-width") == Some("2"))
+        .count();
+    assert_eq!(lines, 3 * 2, "curves.svg: lines");
+    assert_eq!(elements(&doc, "circle").len(), 3 * records.len());
+    let labels = texts(&doc);
+    assert!(labels.iter().any(|t| t == "minutes"), "{labels:?}");
+    assert!(!labels.iter().any(|t| t == "step"), "{labels:?}");
+    assert!(
+        labels
+            .iter()
+            .any(|t| t.contains("validation BLEU and loss")),
+        "{labels:?}"
+    );
     let loss = std::fs::read_to_string(out.path().join("loss.svg")).unwrap();
     assert!(loss.contains("train loss") && loss.contains("valid loss"));
 

@@ -7,6 +7,7 @@
 //! tokenizer.tgt.json
 //! model.safetensors    best weights
 //! metrics.jsonl        one line per validation
+//! model.json           {"arch": ..., "parameters": N}: the model's size, for reports
 //! checkpoint/          last state, enough to resume exactly
 //! ```
 
@@ -21,6 +22,29 @@ pub const DATA_TOML: &str = "data.toml";
 pub const SRC_TOKENIZER: &str = "tokenizer.src.json";
 pub const TGT_TOKENIZER: &str = "tokenizer.tgt.json";
 pub const BEST: &str = "model.safetensors";
+pub const MODEL_JSON: &str = "model.json";
+
+/// Writes `MODEL_DIR/model.json`: the preset (if any), the model family and the number of
+/// trainable parameters (tied or shared weights counted once), for reports such as the benchmark
+/// table.
+pub fn write_model_info(dir: &Path, run: &RunConfig, parameters: usize) -> Result<(), TrainError> {
+    let family = match &run.model {
+        s2s_models::ModelConfig::Rnn(_) => "rnn",
+        s2s_models::ModelConfig::Transformer(_) => "transformer",
+        s2s_models::ModelConfig::ConvS2S(_) => "convs2s",
+    };
+    let info = serde_json::json!({
+        "arch": run.arch,
+        "family": family,
+        "parameters": parameters,
+        "src_vocab": run.src_vocab,
+        "tgt_vocab": run.tgt_vocab,
+    });
+    let path = dir.join(MODEL_JSON);
+    let mut text = serde_json::to_string_pretty(&info).expect("model info serialises");
+    text.push('\n');
+    s2s_data::atomic_write(&path, text.as_bytes()).map_err(|e| TrainError::io(&path, e))
+}
 
 /// A trained model ready for inference.
 pub struct LoadedModel {

@@ -178,6 +178,11 @@ pub fn train(
     let ad = device.clone().autodiff();
     ad.seed(cfg.seed);
     let mut model = Seq2SeqModel::new(&run.model, run.src_vocab, run.tgt_vocab, &ad);
+    let parameters = model.num_params();
+    crate::model_dir::write_model_info(model_dir, run, parameters)?;
+    if opts.progress {
+        eprintln!("model: {parameters} parameters");
+    }
     let mut optim = make_optimizer(cfg);
     let mut st = TrainerState::default();
     let metrics_path = model_dir.join("metrics.jsonl");

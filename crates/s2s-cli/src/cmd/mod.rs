@@ -1,5 +1,6 @@
 //! One module per subcommand.
 pub mod bench;
+pub mod data;
 pub mod eval;
 pub mod plot;
 pub mod prepare;

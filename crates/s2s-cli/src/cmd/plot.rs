@@ -4,7 +4,8 @@ use std::path::PathBuf;
 /// Draw training curves from MODEL_DIR/metrics.jsonl as SVG.
 ///
 /// Writes loss.svg (train and validation loss), bleu.svg (validation BLEU) and lr.svg (learning
-/// rate), each against steps and against minutes of training.
+/// rate), each against steps and against minutes of training, and curves.svg (validation BLEU
+/// and loss against minutes, one figure for reports such as bench/multi30k.sh's).
 #[derive(clap::Args)]
 pub struct PlotArgs {
     /// MODEL_DIR written by `s2s train`.

@@ -1,0 +1,149 @@
+//! The Multi30k benchmark tooling: the configs resolve, and `bench/multi30k.sh` runs end to end
+//! on a slice of the corpus with a -tiny model (a smoke run of about half a minute).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+const MODELS: [(&str, &str); 5] = [
+    ("lstm", "rnn-lstm"),
+    ("gru-cho", "rnn-gru-cho"),
+    ("rnnsearch", "rnnsearch"),
+    ("convs2s", "convs2s-small"),
+    ("transformer", "transformer-small"),
+];
+
+#[test]
+fn every_config_resolves_to_its_preset_with_the_shared_recipe() {
+    for (name, preset) in MODELS {
+        let path = workspace().join(format!("configs/multi30k/{name}.toml"));
+        let text = std::fs::read_to_string(&path).unwrap();
+        let (arch, model, train) =
+            s2s_train::config::resolve(None, Some((&path.display().to_string(), &text)))
+                .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(arch.as_deref(), Some(preset), "{name}");
+        // One joint vocabulary of 8000 types (the runner prepares with --joint).
+        model.check_vocab(8000, 8000).unwrap();
+        assert_eq!(train.label_smoothing, 0.1, "{name}");
+        assert_eq!(train.max_tokens, 2500, "{name}");
+        assert!(train.warmup_steps > 0, "{name}");
+        assert_eq!(
+            train.schedule,
+            s2s_train::config::LrSchedule::InverseSqrt,
+            "{name}"
+        );
+        if let s2s_models::ModelConfig::Transformer(t) = &model {
+            assert!(t.share_embeddings && t.tie_output);
+        }
+    }
+}
+
+fn shared_multi30k() -> Option<PathBuf> {
+    let dir = std::env::var_os("S2S_MULTI30K")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace().join("../shared/data/multi30k"));
+    if dir.join("train.de").is_file() {
+        Some(dir)
+    } else {
+        eprintln!(
+            "skipped: no Multi30k folder at {} (set S2S_MULTI30K to run this test)",
+            dir.display()
+        );
+        None
+    }
+}
+
+fn number(cell: &str) -> f64 {
+    cell.trim()
+        .parse()
+        .unwrap_or_else(|_| panic!("not a number: {cell:?}"))
+}
+
+#[test]
+fn the_runner_writes_the_table_and_the_curves() {
+    let Some(shared) = shared_multi30k() else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("bench");
+    let started = std::time::Instant::now();
+    let o = Command::new("bash")
+        .arg(workspace().join("bench/multi30k.sh"))
+        .args(["--s2s", env!("CARGO_BIN_EXE_s2s")])
+        .args(["--from", shared.to_str().unwrap()])
+        .args(["--out", out.to_str().unwrap()])
+        .args(["--models", "transformer", "--tiny", "--slice", "300"])
+        .args(["--minutes", "0.25"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "runner failed:\n{stderr}");
+    eprintln!("runner took {:.0} s", started.elapsed().as_secs_f64());
+
+    let table = std::fs::read_to_string(out.join("results.md")).unwrap();
+    assert!(table.contains("Smoke run on a slice of 300"), "{table}");
+    let header = table
+        .lines()
+        .find(|l| l.starts_with("| model"))
+        .expect("table header");
+    assert_eq!(header.matches('|').count(), 10, "{header}");
+    let rows: Vec<&str> = table
+        .lines()
+        .filter(|l| l.starts_with("| transformer"))
+        .collect();
+    assert_eq!(rows.len(), 1, "{table}");
+    let cells: Vec<&str> = rows[0]
+        .trim_matches('|')
+        .split(" | ")
+        .map(str::trim)
+        .collect();
+    assert_eq!(cells.len(), 9, "{cells:?}");
+    let params = number(cells[1]);
+    assert!(params > 1000.0 && params.fract() == 0.0, "{cells:?}");
+    let minutes = number(cells[2]);
+    assert!(minutes > 0.0 && minutes < 3.0, "{cells:?}");
+    for bleu in &cells[3..7] {
+        let b = number(bleu);
+        assert!((0.0..=100.0).contains(&b), "{cells:?}");
+    }
+    assert!(
+        cells[7].starts_with("`s2s train --data") && cells[7].contains("--max-minutes 0.25"),
+        "{cells:?}"
+    );
+    let date = cells[8];
+    assert!(
+        date.len() == 10 && date.as_bytes()[4] == b'-' && date.as_bytes()[7] == b'-',
+        "{date}"
+    );
+
+    // The machine-readable copy agrees with the table.
+    let jsonl = std::fs::read_to_string(out.join("results.jsonl")).unwrap();
+    let rec: serde_json::Value = serde_json::from_str(jsonl.lines().next().unwrap()).unwrap();
+    assert_eq!(rec["model"], "transformer");
+    assert_eq!(rec["parameters"].as_f64(), Some(params));
+    assert_eq!(rec["greedy"]["sacrebleu"].as_f64(), Some(number(cells[3])));
+    assert_eq!(rec["beam5"]["bleu_lc_13a"].as_f64(), Some(number(cells[6])));
+    assert_eq!(rec["slice"], 300);
+
+    // model.json records the size the table reports.
+    let info: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(out.join("models/transformer/model.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(info["parameters"].as_f64(), Some(params));
+    assert_eq!(info["arch"], "transformer-tiny");
+
+    // One SVG of validation BLEU and loss against minutes.
+    let svg = std::fs::read_to_string(out.join("curves/transformer.svg")).unwrap();
+    assert!(svg.starts_with("<svg"), "{}", &svg[..svg.len().min(100)]);
+    assert!(svg.contains("validation BLEU") && svg.contains("minutes"));
+    // Translations of the whole test slice (max(20, 300 / 5) = 60 sentences).
+    for search in ["greedy", "beam5"] {
+        let hyp =
+            std::fs::read_to_string(out.join(format!("hyp/transformer.{search}.en"))).unwrap();
+        assert_eq!(hyp.lines().count(), 60, "{search}");
+    }
+}
