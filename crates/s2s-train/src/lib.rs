@@ -25,7 +25,7 @@ use std::path::Path;
 
 #[derive(Debug, thiserror::Error)]
 pub enum TrainError {
-    #[error("{path}: {source}")]
+    #[error("{path}: {source}{hint}", hint = io_hint(.source))]
     Io {
         path: String,
         source: std::io::Error,
@@ -39,11 +39,22 @@ pub enum TrainError {
     #[error("validation decoding failed: {0}")]
     Search(#[from] s2s_search::SearchError),
     #[error(
-        "{0} non-finite losses in a row at step {1}: training stopped; the last good checkpoint is kept. Lower the learning rate or enable clipping"
+        "{0} non-finite losses or gradient norms in a row at step {1}: training stopped; the last good checkpoint is kept. Lower the learning rate or enable clipping, then continue with --resume"
     )]
     Diverged(usize, usize),
     #[error("{0}")]
     Config(String),
+}
+
+/// What to do about an I/O error, for the ones with an obvious remedy.
+fn io_hint(e: &std::io::Error) -> &'static str {
+    if s2s_data::io::is_disk_full(e) {
+        "; the disk may be full: free some space and run again (files already written are intact; resume with --resume)"
+    } else if e.kind() == std::io::ErrorKind::PermissionDenied {
+        "; check the permissions of the directory"
+    } else {
+        ""
+    }
 }
 
 impl TrainError {
