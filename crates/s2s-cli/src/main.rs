@@ -2,6 +2,7 @@
 //! library crates.
 
 mod cmd;
+mod signals;
 
 use clap::{Parser, Subcommand};
 
