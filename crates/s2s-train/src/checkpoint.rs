@@ -93,9 +93,13 @@ fn retire(
     current_step: Option<usize>,
     keep_last: usize,
 ) -> Result<(), TrainError> {
-    let step = fs::read(prev.join(STATE)).ok().and_then(|b| step_of(&b));
+    // Only complete checkpoints are archived (the previous one may be the damaged one that a
+    // resume fell back from).
+    let step = (keep_last > 1 && verify(prev).is_ok())
+        .then(|| fs::read(prev.join(STATE)).ok().and_then(|b| step_of(&b)))
+        .flatten();
     match step {
-        Some(step) if keep_last > 1 && Some(step) != current_step => {
+        Some(step) if Some(step) != current_step => {
             let archive = model_dir.join(ARCHIVE);
             fs::create_dir_all(&archive).map_err(|e| TrainError::io(&archive, e))?;
             let dest = archive.join(archive_name(step));
