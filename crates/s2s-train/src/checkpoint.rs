@@ -213,7 +213,12 @@ pub fn verify(dir: &Path) -> Result<(), TrainError> {
     let mpath = dir.join(MANIFEST);
     let text = fs::read(&mpath).map_err(|e| TrainError::io(&mpath, e))?;
     let manifest: BTreeMap<String, String> = serde_json::from_slice(&text)
-        .map_err(|e| TrainError::Corrupt(format!("{}: {e}", mpath.display())))?;
+        .map_err(|e| {
+            TrainError::Corrupt(format!(
+                "{}: {e}: the checkpoint manifest is corrupted; restore the directory from a backup, or start again with --force",
+                mpath.display()
+            ))
+        })?;
     for name in [WEIGHTS, OPTIMIZER, STATE] {
         let want = manifest.get(name).ok_or_else(|| {
             TrainError::Corrupt(format!("{} does not list {name}", mpath.display()))
@@ -222,7 +227,7 @@ pub fn verify(dir: &Path) -> Result<(), TrainError> {
         let got = sha256_file(&path)?;
         if &got != want {
             return Err(TrainError::Corrupt(format!(
-                "{} does not match its manifest (sha256 {got}, expected {want}): the checkpoint is truncated or corrupted",
+                "{} does not match its manifest (sha256 {got}, expected {want}): the checkpoint is truncated or corrupted; restore the directory from a backup, or start again with --force (keep_last keeps older checkpoints to fall back on)",
                 path.display()
             )));
         }

@@ -42,6 +42,10 @@ pub enum TrainError {
         "{0} non-finite losses or gradient norms in a row at step {1}: training stopped; the last good checkpoint is kept. Lower the learning rate or enable clipping, then continue with --resume"
     )]
     Diverged(usize, usize),
+    #[error(
+        "validation loss is {1} at step {0}: the weights have diverged, so training stopped without saving them; the last good checkpoint and best model are kept. Lower the learning rate or enable clipping, then continue with --resume"
+    )]
+    DivergedValidation(usize, f64),
     #[error("{0}")]
     Config(String),
 }

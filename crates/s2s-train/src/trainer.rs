@@ -462,6 +462,11 @@ fn validation_point(
         record.valid_bleu,
         record.tokens_per_sec
     ));
+    if corpus.valid.is_some() && !valid_loss.is_finite() {
+        // Weights that give a non-finite validation loss are never saved, neither as the best
+        // model nor in a checkpoint.
+        return Err(TrainError::DivergedValidation(st.step, valid_loss));
+    }
     records.push(record);
     metrics::write(&model_dir.join("metrics.jsonl"), records)?;
     st.loss_sum = 0.0;
