@@ -31,7 +31,11 @@ fn fails_cleanly(c: std::process::Command, dir: &Path, needles: &[&str]) -> Stri
     for n in needles {
         assert!(err.contains(n), "{n:?} not in:\n{err}");
     }
-    assert_eq!(before, hash_dir(dir), "a failed command changed files: {err}");
+    assert_eq!(
+        before,
+        hash_dir(dir),
+        "a failed command changed files: {err}"
+    );
     err
 }
 
@@ -45,7 +49,11 @@ fn a_truncated_or_corrupted_checkpoint_is_refused_and_left_alone() {
     fails_cleanly(
         resume_cmd(&data, &out, &["--max-steps", "9"]),
         &out,
-        &[&w.display().to_string(), "truncated or corrupted", "--force"],
+        &[
+            &w.display().to_string(),
+            "truncated or corrupted",
+            "--force",
+        ],
     );
     // A flipped byte, and a garbled manifest.
     let mut flipped = bytes.clone();
@@ -135,14 +143,20 @@ fn a_missing_model_dir_or_a_directory_that_is_not_a_model_is_named() {
     assert!(!o.status.success());
     let err = stderr(&o);
     assert!(
-        err.contains(&missing.display().to_string()) && err.contains("does not exist") && err.contains("s2s train"),
+        err.contains(&missing.display().to_string())
+            && err.contains("does not exist")
+            && err.contains("s2s train"),
         "{err}"
     );
     assert!(!missing.exists());
     fails_cleanly(
         translate(&data),
         &data,
-        &[&data.display().to_string(), "is not a model directory", "config.toml"],
+        &[
+            &data.display().to_string(),
+            "is not a model directory",
+            "config.toml",
+        ],
     );
     let mut c = s2s();
     c.arg("serve").arg("--model").arg(&data);
@@ -156,10 +170,20 @@ fn train_out_on_an_existing_model_needs_resume_or_force() {
     fails_cleanly(
         train_cmd(&data, &config, &out, &["--max-steps", "3"]),
         &out,
-        &[&out.display().to_string(), "already holds a model", "--resume", "--force"],
+        &[
+            &out.display().to_string(),
+            "already holds a model",
+            "--resume",
+            "--force",
+        ],
     );
     // --force starts again: the old checkpoint and best model are replaced by the new run's.
-    let o = run(train_cmd(&data, &config, &out, &["--max-steps", "3", "--force"]));
+    let o = run(train_cmd(
+        &data,
+        &config,
+        &out,
+        &["--max-steps", "3", "--force"],
+    ));
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(checkpoint_step(&out.join("checkpoint")), 3);
     let metrics = s2s_train::metrics::read(&out.join("metrics.jsonl")).unwrap();
@@ -196,7 +220,11 @@ fn diverging_training_stops_keeps_the_last_good_checkpoint_and_exits_non_zero() 
     // Validating right after the step that blew the weights up: the validation loss is not
     // finite, and those weights are saved neither as the best model nor in a checkpoint.
     let text = std::fs::read_to_string(&cfg).unwrap();
-    std::fs::write(&cfg, text.replace("\nvalid_every = 3\n", "\nvalid_every = 1\n")).unwrap();
+    std::fs::write(
+        &cfg,
+        text.replace("\nvalid_every = 3\n", "\nvalid_every = 1\n"),
+    )
+    .unwrap();
     let o = run(resume_cmd(&data, &out, &["--max-steps", "1000"]));
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(1), "{err}");

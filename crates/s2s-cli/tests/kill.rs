@@ -111,7 +111,11 @@ fn keep_last_keeps_the_newest_checkpoints_and_resume_uses_the_newest() {
     );
     let o = run(resume_cmd(&data, &out, &["--max-steps", "22"]));
     assert!(o.status.success(), "{}", stderr(&o));
-    assert!(stderr(&o).contains("using the older complete checkpoint"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("using the older complete checkpoint"),
+        "{}",
+        stderr(&o)
+    );
     assert_eq!(checkpoint_step(&out.join("checkpoint")), 22);
     // The damaged checkpoint was dropped, not archived.
     let steps: Vec<usize> = s2s_train::checkpoint::archived(&out)
@@ -120,7 +124,11 @@ fn keep_last_keeps_the_newest_checkpoints_and_resume_uses_the_newest() {
         .collect();
     assert_eq!(steps, vec![18, 21]);
     // keep_last = 1 (the default) keeps no archive.
-    let o = run(resume_cmd(&data, &out, &["--max-steps", "24", "--keep-last", "1"]));
+    let o = run(resume_cmd(
+        &data,
+        &out,
+        &["--max-steps", "24", "--keep-last", "1"],
+    ));
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(s2s_train::checkpoint::archived(&out).is_empty());
 }

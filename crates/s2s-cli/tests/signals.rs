@@ -33,16 +33,25 @@ fn sigterm_checkpoints_exits_143_and_the_printed_command_resumes() {
     assert!(line.contains(&format!("at step {stopped_at};")), "{line}");
 
     // Run the printed command (with a new step limit): it continues from that checkpoint.
-    let words: Vec<&str> = line.split("Resume with: ").nth(1).unwrap().split(' ').collect();
+    let words: Vec<&str> = line
+        .split("Resume with: ")
+        .nth(1)
+        .unwrap()
+        .split(' ')
+        .collect();
     assert_eq!(&words[..2], ["s2s", "train"]);
     let target = (stopped_at + 4).to_string();
     let mut c = s2s();
-    c.args(&words[1..]).args(["--quiet", "--max-steps", &target]);
+    c.args(&words[1..])
+        .args(["--quiet", "--max-steps", &target]);
     let o = run(c);
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(checkpoint_step(&out.join("checkpoint")), stopped_at + 4);
     let metrics = s2s_train::metrics::read(&out.join("metrics.jsonl")).unwrap();
-    assert!(metrics.windows(2).all(|w| w[0].step < w[1].step), "{metrics:?}");
+    assert!(
+        metrics.windows(2).all(|w| w[0].step < w[1].step),
+        "{metrics:?}"
+    );
 }
 
 #[test]
@@ -56,7 +65,10 @@ fn sigint_exits_130_and_a_second_one_exits_at_once_leaving_a_resumable_model() {
     p.signal(libc::SIGINT);
     let (code, err) = p.finish();
     assert_eq!(code, Some(130), "{err}");
-    assert!(err.contains("stopped by SIGINT") && err.contains("--resume"), "{err}");
+    assert!(
+        err.contains("stopped by SIGINT") && err.contains("--resume"),
+        "{err}"
+    );
 
     let out = tmp.path().join("twice");
     let mut p = spawn(train_cmd(&data, &config, &out, &["--max-steps", "100000"]));

@@ -26,7 +26,9 @@ fn config(data: &s2s_data::DataDir, max_steps: usize) -> s2s_train::RunConfig {
     run_config(
         "rnnsearch-tiny",
         data,
-        &format!("max_steps = {max_steps}\nmax_tokens = 300\nvalid_every = 3\nvalid_bleu_sentences = 5\npatience = 0\n"),
+        &format!(
+            "max_steps = {max_steps}\nmax_tokens = 300\nvalid_every = 3\nvalid_bleu_sentences = 5\npatience = 0\n"
+        ),
     )
 }
 
@@ -44,7 +46,10 @@ fn a_full_disk_while_checkpointing_names_the_file_and_keeps_the_previous_checkpo
     s2s_data::io::simulate_full_disk_for(Some(s2s_train::checkpoint::OPTIMIZER));
     let result = try_train(&model_dir, &data, &config(&data, 6), true);
     s2s_data::io::simulate_full_disk_for(None);
-    let err = result.err().expect("a full disk must fail training").to_string();
+    let err = result
+        .err()
+        .expect("a full disk must fail training")
+        .to_string();
     let file = model_dir
         .join("checkpoint.new")
         .join(s2s_train::checkpoint::OPTIMIZER);
@@ -61,7 +66,9 @@ fn a_full_disk_while_checkpointing_names_the_file_and_keeps_the_previous_checkpo
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     assert!(
-        names.iter().all(|n| !n.contains(".tmp.") && n != "checkpoint.new"),
+        names
+            .iter()
+            .all(|n| !n.contains(".tmp.") && n != "checkpoint.new"),
         "{names:?}"
     );
     // With space again, the run resumes from the intact checkpoint.
@@ -106,10 +113,20 @@ fn the_gradient_norm_is_not_finite_when_one_gradient_is_not() {
         }
         s2s_train::trainer::grad_norm(&model, &grads)
     };
-    let total: usize = params.0.iter().map(|(_, d)| d.iter().product::<usize>()).sum();
+    let total: usize = params
+        .0
+        .iter()
+        .map(|(_, d)| d.iter().product::<usize>())
+        .sum();
     let finite = with_grads(None);
-    assert!((finite - 0.5 * (total as f64).sqrt()).abs() < 1e-3 * finite, "{finite}");
+    assert!(
+        (finite - 0.5 * (total as f64).sqrt()).abs() < 1e-3 * finite,
+        "{finite}"
+    );
     assert!(with_grads(Some(f32::NAN)).is_nan());
     assert!(with_grads(Some(f32::INFINITY)).is_infinite());
-    assert_eq!(s2s_train::trainer::grad_norm(&model, &GradientsParams::new()), 0.0);
+    assert_eq!(
+        s2s_train::trainer::grad_norm(&model, &GradientsParams::new()),
+        0.0
+    );
 }

@@ -58,7 +58,11 @@ pub fn setup(root: &Path) -> (PathBuf, PathBuf) {
         .arg(&data)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let config = root.join("tiny.toml");
     std::fs::write(
         &config,
@@ -149,7 +153,10 @@ impl Running {
                 }
             }
         }
-        panic!("no line starting with {prefix:?}; stderr so far:\n{}", self.seen.join("\n"));
+        panic!(
+            "no line starting with {prefix:?}; stderr so far:\n{}",
+            self.seen.join("\n")
+        );
     }
 
     pub fn signal(&self, sig: i32) {
@@ -184,7 +191,10 @@ pub fn hash_dir(dir: &Path) -> BTreeMap<String, String> {
                 walk(root, &p, out);
             } else {
                 let rel = p.strip_prefix(root).unwrap().display().to_string();
-                out.insert(rel, format!("{:x}", Sha256::digest(std::fs::read(&p).unwrap())));
+                out.insert(
+                    rel,
+                    format!("{:x}", Sha256::digest(std::fs::read(&p).unwrap())),
+                );
             }
         }
     }
