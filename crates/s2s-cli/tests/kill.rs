@@ -25,7 +25,7 @@ fn sigkill_at_random_moments_never_loses_the_last_complete_checkpoint() {
         } else {
             train_cmd(&data, &config, &out, &["--max-steps", "100000", "--force"])
         };
-        let mut p = spawn(cmd);
+        let p = spawn(cmd);
         let delay = rng.random_range(100..2500);
         std::thread::sleep(Duration::from_millis(delay));
         p.signal(libc::SIGKILL);

@@ -47,8 +47,7 @@ fn a_full_disk_while_checkpointing_names_the_file_and_keeps_the_previous_checkpo
     let result = try_train(&model_dir, &data, &config(&data, 6), true);
     s2s_data::io::simulate_full_disk_for(None);
     let err = result
-        .err()
-        .expect("a full disk must fail training")
+        .expect_err("a full disk must fail training")
         .to_string();
     let file = model_dir
         .join("checkpoint.new")
@@ -98,10 +97,8 @@ fn the_gradient_norm_is_not_finite_when_one_gradient_is_not() {
         for (i, (id, dims)) in params.0.iter().enumerate() {
             let n: usize = dims.iter().product();
             let mut v = vec![0.5f32; n];
-            if i == 2 {
-                if let Some(b) = bad {
-                    v[n - 1] = b;
-                }
+            if let (2, Some(b)) = (i, bad) {
+                v[n - 1] = b;
             }
             let data = burn::tensor::TensorData::new(v, dims.clone());
             match dims.len() {
