@@ -3,6 +3,7 @@
 
 mod cmd;
 mod datasets;
+mod signals;
 
 use clap::{Parser, Subcommand};
 

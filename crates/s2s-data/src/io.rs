@@ -4,11 +4,40 @@
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use sha2::{Digest, Sha256};
 
 use crate::error::{DataError, Result};
+
+/// A simulated full disk for tests: while set, [`atomic_write`] to a file whose name equals the
+/// pattern writes half of the bytes to its temporary file and then fails as a full disk would
+/// (`ErrorKind::StorageFull`). The real write path runs up to the failure, so its clean-up and
+/// its callers' error messages are what the tests see. Never set outside tests.
+static WRITE_FAULT: Mutex<Option<String>> = Mutex::new(None);
+
+/// Sets (or, with `None`, clears) the simulated full disk; see [`WRITE_FAULT`].
+#[doc(hidden)]
+pub fn simulate_full_disk_for(file_name: Option<&str>) {
+    *WRITE_FAULT.lock().unwrap_or_else(|e| e.into_inner()) = file_name.map(str::to_string);
+}
+
+fn injected_fault(name: &std::ffi::OsStr) -> bool {
+    WRITE_FAULT
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .as_deref()
+        .is_some_and(|p| name == p)
+}
+
+/// True when an I/O error means the disk (or a quota) is full.
+pub fn is_disk_full(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::StorageFull | io::ErrorKind::QuotaExceeded | io::ErrorKind::FileTooLarge
+    )
+}
 
 /// Writes `bytes` to `path` atomically: a temporary file in the same directory is written,
 /// fsynced and renamed over `path`, then the directory is fsynced. Readers see either the old
@@ -38,7 +67,15 @@ pub fn atomic_write(path: impl AsRef<Path>, bytes: &[u8]) -> io::Result<()> {
             Err(e) => return Err(e),
         }
     };
+    let fail = injected_fault(name);
     let result = (|| {
+        if fail {
+            file.write_all(&bytes[..bytes.len() / 2])?;
+            return Err(io::Error::new(
+                io::ErrorKind::StorageFull,
+                "No space left on device (simulated)",
+            ));
+        }
         file.write_all(bytes)?;
         file.sync_all()?;
         drop(file);
@@ -179,6 +216,19 @@ mod tests {
             .collect();
         assert_eq!(names, vec![std::ffi::OsString::from("f.txt")]);
         assert!(atomic_write(d.path().join("missing/f.txt"), b"x").is_err());
+    }
+
+    #[test]
+    fn a_full_disk_keeps_the_old_file_and_removes_the_temp_file() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("full-disk-unit.txt");
+        atomic_write(&p, b"old").unwrap();
+        simulate_full_disk_for(Some("full-disk-unit.txt"));
+        let err = atomic_write(&p, b"new contents").unwrap_err();
+        simulate_full_disk_for(None);
+        assert!(is_disk_full(&err), "{err}");
+        assert_eq!(fs::read(&p).unwrap(), b"old");
+        assert_eq!(fs::read_dir(d.path()).unwrap().count(), 1);
     }
 
     #[test]

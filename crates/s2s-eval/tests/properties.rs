@@ -203,3 +203,31 @@ fn empty_hypotheses_score_zero() {
         0.0
     );
 }
+
+/// Text with control characters, combining marks, surrogate-free astral characters, odd
+/// whitespace and very long runs.
+fn nasty_text() -> impl Strategy<Value = String> {
+    prop_oneof![
+        "[\u{0}-\u{1f}\u{7f}-\u{9f} a\u{300}\u{200b}\u{2028}\u{feff}\u{1F600}\u{10FFFF}\u{4e00}.,!?-]{0,40}",
+        Just(String::new()),
+        (1usize..4).prop_map(|n| "word ".repeat(4000 * n)),
+        (1usize..3).prop_map(|n| "长".repeat(20_000 * n)),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(60))]
+
+    #[test]
+    fn control_characters_and_very_long_lines_score_within_bounds(
+        hyp in nasty_text(), r in nasty_text(), cfg in bleu_cfg(), ccfg in chrf_cfg()
+    ) {
+        for t in Tokenize::ALL {
+            let _ = t.tokenize(&hyp);
+        }
+        let b = sentence_bleu(&hyp, &[&r], &cfg).unwrap();
+        prop_assert!((0.0..=100.0 + TOL).contains(&b.score), "{}", b.score);
+        let c = sentence_chrf(&hyp, &[&r], &ccfg).unwrap();
+        prop_assert!((0.0..=100.0 + TOL).contains(&c.score), "{}", c.score);
+    }
+}

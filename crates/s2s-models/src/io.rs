@@ -63,7 +63,12 @@ pub fn load_weights_bytes(
     bytes: Vec<u8>,
     name: &str,
 ) -> Result<Seq2SeqModel, WeightsError> {
-    apply(model, &mut SafetensorsStore::from_bytes(Some(bytes)), name)
+    // Without the store's own validation, shape errors come back one by one (with the tensor's
+    // name and both shapes) instead of as one debug dump.
+    let store = SafetensorsStore::from_bytes(Some(bytes))
+        .validate(false)
+        .allow_partial(true);
+    apply(model, &mut { store }, name)
 }
 
 /// Serialises parameters with their ids (burnpack), for checkpoints.
@@ -85,11 +90,10 @@ pub fn load_checkpoint(model: Seq2SeqModel, path: &Path) -> Result<Seq2SeqModel,
         source,
     })?;
     let bytes = burn::tensor::Bytes::from_bytes_vec(bytes);
-    apply(
-        model,
-        &mut BurnpackStore::from_bytes(Some(bytes)),
-        &path.display().to_string(),
-    )
+    let store = BurnpackStore::from_bytes(Some(bytes))
+        .validate(false)
+        .allow_partial(true);
+    apply(model, &mut { store }, &path.display().to_string())
 }
 
 fn apply<S: ModuleStore>(
@@ -114,7 +118,20 @@ fn apply<S: ModuleStore>(
     if !result.errors.is_empty() || !result.missing.is_empty() || !result.unused.is_empty() {
         let mut parts = Vec::new();
         if let Some(e) = result.errors.first() {
-            parts.push(format!("{e:?}"));
+            parts.push(match e {
+                burn::store::ApplyError::ShapeMismatch {
+                    path,
+                    expected,
+                    found,
+                } => format!(
+                    "tensor `{path}` has shape {:?} in the file but config.toml builds it with shape {:?}",
+                    found.as_slice(), expected.as_slice()
+                ),
+                other => other.to_string(),
+            });
+            if result.errors.len() > 1 {
+                parts.push(format!("{} tensors differ in all", result.errors.len()));
+            }
         }
         if let Some((m, _)) = result.missing.first() {
             parts.push(format!(

@@ -272,3 +272,89 @@ fn top_k_1_sampling_is_greedy_argmax() {
         assert!(same(&g[0], &s[0]) && same(&g[0], &s[1]));
     }
 }
+
+/// Any float, the awkward ones included.
+fn wild_f32() -> impl Strategy<Value = f32> {
+    prop_oneof![
+        Just(f32::NAN),
+        Just(f32::INFINITY),
+        Just(f32::NEG_INFINITY),
+        Just(0.0f32),
+        Just(-1.0f32),
+        -2.0f32..2.0,
+    ]
+}
+
+fn any_strategy() -> impl Strategy<Value = Search> {
+    prop_oneof![
+        Just(Search::Greedy),
+        (0usize..6).prop_map(|k| Search::Beam { k }),
+        Just(Search::Exhaustive),
+        (wild_f32(), 0usize..8, wild_f32(), any::<u64>()).prop_map(
+            |(temperature, top_k, top_p, seed)| Search::Sample {
+                temperature,
+                top_k,
+                top_p,
+                seed
+            }
+        ),
+    ]
+}
+
+fn any_penalty() -> impl Strategy<Value = LengthPenalty> {
+    prop_oneof![
+        Just(LengthPenalty::None),
+        wild_f32().prop_map(LengthPenalty::Alpha),
+        wild_f32().prop_map(LengthPenalty::Gnmt),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    /// Whatever the configuration (zero beams, nbest over the beam, NaN temperatures or
+    /// penalties, special ids outside the vocabulary, empty sources, zero lengths), search
+    /// returns hypotheses that obey the limits or a typed error; it never panics.
+    #[test]
+    fn any_configuration_gives_results_or_a_typed_error(
+        c in case(9, 6),
+        strategy in any_strategy(),
+        nbest in 0usize..5,
+        lp in any_penalty(),
+        min_len in 0usize..8,
+        no_repeat_ngram in 0usize..3,
+        ban_unk: bool,
+        special_shift in 0u32..3,
+        ratio in prop::option::of((wild_f32(), 0usize..4)),
+    ) {
+        let special = SpecialTokens {
+            eos: SPECIAL.eos + special_shift * c.vocab as u32 / 2,
+            ..SPECIAL
+        };
+        let cfg = SearchConfig {
+            strategy,
+            nbest,
+            length_penalty: lp,
+            min_len,
+            no_repeat_ngram,
+            ban_unk,
+            special,
+            max_len_ratio: ratio.map(|(ratio, offset)| s2s_search::LenRatio { ratio, offset }),
+            exhaustive_limit: 20_000,
+            ..c.cfg(strategy, nbest)
+        };
+        match search(&c.model(), &c.sources, &cfg) {
+            Ok(hyps) => {
+                prop_assert_eq!(hyps.len(), c.sources.len());
+                for (src, h) in c.sources.iter().zip(&hyps) {
+                    prop_assert!(h.len() <= nbest.max(1));
+                    for hyp in h {
+                        prop_assert!(hyp.tokens.iter().all(|&t| (t as usize) < c.vocab));
+                        prop_assert!(hyp.tokens.len() <= cfg.max_len_for(src.len()) + 1);
+                    }
+                }
+            }
+            Err(e) => prop_assert!(!e.to_string().is_empty()),
+        }
+    }
+}

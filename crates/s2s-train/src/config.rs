@@ -77,8 +77,10 @@ pub struct TrainConfig {
     pub best_by: BestBy,
     /// sacreBLEU tokenizer for validation BLEU (`zh` for Chinese targets).
     pub bleu_tokenize: String,
-    /// Consecutive non-finite losses tolerated before training stops.
+    /// Consecutive non-finite losses or gradient norms tolerated before training stops.
     pub max_bad_steps: usize,
+    /// Checkpoints kept: the newest in `checkpoint/`, older ones in `checkpoints/step-N/`.
+    pub keep_last: usize,
     pub seed: u64,
 }
 
@@ -108,6 +110,7 @@ impl Default for TrainConfig {
             best_by: BestBy::Bleu,
             bleu_tokenize: "13a".into(),
             max_bad_steps: 5,
+            keep_last: 1,
             seed: 1,
         }
     }

@@ -26,7 +26,7 @@ use std::path::Path;
 
 #[derive(Debug, thiserror::Error)]
 pub enum TrainError {
-    #[error("{path}: {source}")]
+    #[error("{path}: {source}{hint}", hint = io_hint(.source))]
     Io {
         path: String,
         source: std::io::Error,
@@ -40,11 +40,26 @@ pub enum TrainError {
     #[error("validation decoding failed: {0}")]
     Search(#[from] s2s_search::SearchError),
     #[error(
-        "{0} non-finite losses in a row at step {1}: training stopped; the last good checkpoint is kept. Lower the learning rate or enable clipping"
+        "{0} non-finite losses or gradient norms in a row at step {1}: training stopped; the last good checkpoint is kept. Lower the learning rate or enable clipping, then continue with --resume"
     )]
     Diverged(usize, usize),
+    #[error(
+        "validation loss is {1} at step {0}: the weights have diverged, so training stopped without saving them; the last good checkpoint and best model are kept. Lower the learning rate or enable clipping, then continue with --resume"
+    )]
+    DivergedValidation(usize, f64),
     #[error("{0}")]
     Config(String),
+}
+
+/// What to do about an I/O error, for the ones with an obvious remedy.
+fn io_hint(e: &std::io::Error) -> &'static str {
+    if s2s_data::io::is_disk_full(e) {
+        "; the disk may be full: free some space and run again (files already written are intact; resume with --resume)"
+    } else if e.kind() == std::io::ErrorKind::PermissionDenied {
+        "; check the permissions of the directory"
+    } else {
+        ""
+    }
 }
 
 impl TrainError {

@@ -8,7 +8,7 @@ use crate::loss::label_smoothed_nll;
 use crate::metrics::{self, MetricsRecord};
 use crate::schedule::{learning_rate, teacher_forcing_ratio};
 use burn::grad_clipping::GradientClippingConfig;
-use burn::module::Module;
+use burn::module::{Module, ModuleVisitor, Param};
 use burn::optim::{AdamConfig, AdamWConfig, GradientsParams};
 use burn::optim::{ModuleOptimizer, OptimizerRecord};
 use burn::tensor::{Bool, Device, Int, Tensor, TensorData};
@@ -95,6 +95,32 @@ pub(crate) fn make_optimizer(cfg: &crate::TrainConfig) -> ModuleOptimizer {
             .with_grad_clipping(clip)
             .init(),
     }
+}
+
+/// Sums the squares of every parameter's gradient.
+struct SquaredGradSum<'a> {
+    grads: &'a GradientsParams,
+    sum: Option<Tensor<1>>,
+}
+
+impl ModuleVisitor for SquaredGradSum<'_> {
+    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
+        if let Some(g) = self.grads.get::<D>(param.id) {
+            let sq = (g.clone() * g).sum();
+            self.sum = Some(match self.sum.take() {
+                Some(acc) => acc + sq,
+                None => sq,
+            });
+        }
+    }
+}
+
+/// The global L2 norm of the gradients (before clipping); non-finite when any gradient is.
+pub fn grad_norm(model: &Seq2SeqModel, grads: &GradientsParams) -> f64 {
+    let mut v = SquaredGradSum { grads, sum: None };
+    model.visit(&mut v);
+    v.sum
+        .map_or(0.0, |s| (s.into_scalar::<f32>() as f64).sqrt())
 }
 
 /// Loss and greedy BLEU on the validation split, with the model in inference mode.
@@ -246,6 +272,7 @@ pub fn train(
                 (OPTIMIZER, opt.to_vec()),
                 (STATE, state),
             ],
+            cfg.keep_last,
         )
     };
 
@@ -312,21 +339,37 @@ pub fn train(
                 label_smoothed_nll(logits, tgt_out, s2s_data::PAD, cfg.label_smoothing, tokens);
             let loss_value = out.loss.clone().into_scalar::<f32>() as f64;
             st.batch_in_epoch += 1;
-            if !loss_value.is_finite() {
-                st.bad_steps += 1;
-                bar.suspend(|| {
-                    eprintln!(
-                        "warning: non-finite loss at step {}; the step is skipped",
-                        st.step + 1
-                    )
-                });
-                if st.bad_steps >= cfg.max_bad_steps.max(1) {
-                    return Err(TrainError::Diverged(st.bad_steps, st.step + 1));
+            // A non-finite loss or gradient norm skips the step (no update, no optimiser state
+            // change); `max_bad_steps` of them in a row stop training with an error, leaving the
+            // last checkpoint (written before them) as it was.
+            let grads = if loss_value.is_finite() {
+                let grads = GradientsParams::from_grads(out.loss.backward(), &model);
+                let norm = grad_norm(&model, &grads);
+                norm.is_finite()
+                    .then_some(grads)
+                    .ok_or(("gradient norm", norm))
+            } else {
+                Err(("loss", loss_value))
+            };
+            let grads = match grads {
+                Ok(g) => g,
+                Err((what, value)) => {
+                    st.bad_steps += 1;
+                    bar.suspend(|| {
+                        eprintln!(
+                            "warning: non-finite {what} ({value}) at step {}; the step is skipped ({} in a row, stopping at {})",
+                            st.step + 1,
+                            st.bad_steps,
+                            cfg.max_bad_steps.max(1)
+                        )
+                    });
+                    if st.bad_steps >= cfg.max_bad_steps.max(1) {
+                        return Err(TrainError::Diverged(st.bad_steps, st.step + 1));
+                    }
+                    continue;
                 }
-                continue;
-            }
+            };
             st.bad_steps = 0;
-            let grads = GradientsParams::from_grads(out.loss.backward(), &model);
             st.step += 1;
             let lr = learning_rate(cfg, st.step);
             model = optim.step(
@@ -424,6 +467,11 @@ fn validation_point(
         record.valid_bleu,
         record.tokens_per_sec
     ));
+    if corpus.valid.is_some() && !valid_loss.is_finite() {
+        // Weights that give a non-finite validation loss are never saved, neither as the best
+        // model nor in a checkpoint.
+        return Err(TrainError::DivergedValidation(st.step, valid_loss));
+    }
     records.push(record);
     metrics::write(&model_dir.join("metrics.jsonl"), records)?;
     st.loss_sum = 0.0;

@@ -113,6 +113,7 @@ pub fn run(args: QuickstartArgs) -> Result<()> {
         max_steps: None,
         max_minutes: Some(train_minutes),
         seed: None,
+        keep_last: None,
         resume: false,
         force: true,
         device: args.device.clone(),

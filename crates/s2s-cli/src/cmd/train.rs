@@ -27,10 +27,14 @@ pub struct TrainArgs {
     pub max_minutes: Option<f64>,
     #[arg(long)]
     pub seed: Option<u64>,
+    /// Keep the last N checkpoints (older ones in MODEL_DIR/checkpoints/step-NNNNNNNN/); 1 keeps
+    /// only MODEL_DIR/checkpoint. Overrides `[train] keep_last`.
+    #[arg(long, value_name = "N")]
+    pub keep_last: Option<usize>,
     /// Continue from MODEL_DIR/checkpoint exactly where it stopped.
     #[arg(long)]
     pub resume: bool,
-    /// Overwrite an existing model in --out.
+    /// Overwrite an existing model in --out (without it, an existing model is never touched).
     #[arg(long)]
     pub force: bool,
     /// Device: cpu (default), or cuda:N / wgpu when compiled in.
@@ -46,23 +50,30 @@ fn copy_into(from: &Path, to: &Path) -> Result<()> {
     s2s_data::atomic_write(to, &bytes).with_context(|| format!("cannot write {}", to.display()))
 }
 
-/// Installs SIGINT/SIGTERM handlers that ask the trainer to stop at the next step; a second
-/// signal exits at once (files are written atomically, so nothing is corrupted).
-fn install_signal_handler(
-    interrupter: s2s_train::Interrupter,
-) -> std::sync::Arc<std::sync::atomic::AtomicI32> {
-    use std::sync::atomic::{AtomicI32, Ordering};
-    let last = std::sync::Arc::new(AtomicI32::new(0));
-    let seen = last.clone();
-    let _ = ctrlc::set_handler(move || {
-        if seen.swap(2, Ordering::SeqCst) != 0 {
-            eprintln!("second interrupt: exiting now");
-            std::process::exit(130);
-        }
-        eprintln!("interrupt: finishing the current step and writing a checkpoint…");
-        interrupter.stop(Some("signal"));
-    });
-    last
+/// A path as one shell word: quoted when it holds anything but safe characters.
+fn shell_word(p: &Path) -> String {
+    let s = p.display().to_string();
+    let safe = !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-+=:,@%".contains(c));
+    if safe {
+        s
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
+/// The command that continues this run exactly (limits and seed are in config.toml).
+fn resume_command(args: &TrainArgs) -> String {
+    let mut cmd = format!(
+        "s2s train --data {} --out {} --resume",
+        shell_word(&args.data),
+        shell_word(&args.out)
+    );
+    if args.device != "cpu" {
+        cmd.push_str(&format!(" --device {}", args.device));
+    }
+    cmd
 }
 
 pub fn run(args: TrainArgs) -> Result<()> {
@@ -118,6 +129,26 @@ pub fn run(args: TrainArgs) -> Result<()> {
             .map_err(|e| {
                 anyhow::anyhow!("{e} (prepare the data with --joint to share embeddings)")
             })?;
+        if args.force {
+            // The old run's checkpoints must not be resumed with the new config.
+            for name in [
+                "checkpoint",
+                "checkpoint.old",
+                "checkpoint.new",
+                "checkpoints",
+            ] {
+                let p = out.join(name);
+                if p.exists() {
+                    std::fs::remove_dir_all(&p)
+                        .with_context(|| format!("--force: cannot remove {}", p.display()))?;
+                }
+            }
+            let best = out.join(model_dir::BEST);
+            if best.exists() {
+                std::fs::remove_file(&best)
+                    .with_context(|| format!("--force: cannot remove {}", best.display()))?;
+            }
+        }
         std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
         let text = toml::to_string(&run)?;
         s2s_data::atomic_write(out.join(CONFIG), text.as_bytes())
@@ -160,7 +191,7 @@ pub fn run(args: TrainArgs) -> Result<()> {
         tgt_tokenizer: &data.tgt_tokenizer,
     };
     let interrupter = s2s_train::Interrupter::new();
-    install_signal_handler(interrupter.clone());
+    crate::signals::install(interrupter.clone()).context("cannot install signal handlers")?;
     let outcome = s2s_train::train(
         out,
         &run,
@@ -185,13 +216,15 @@ pub fn run(args: TrainArgs) -> Result<()> {
     }
     match outcome.reason {
         StopReason::Interrupted => {
+            let signal = crate::signals::received().unwrap_or(libc::SIGINT);
             eprintln!(
-                "stopped at step {}; checkpoint written. Resume with: s2s train --data {} --out {} --resume",
+                "stopped by {} at step {}; checkpoint written to {}. Resume with: {}",
+                crate::signals::name(signal),
                 outcome.state.step,
-                args.data.display(),
-                out.display()
+                out.join("checkpoint").display(),
+                resume_command(&args)
             );
-            std::process::exit(130);
+            std::process::exit(crate::signals::exit_code(signal));
         }
         r => eprintln!(
             "training finished ({r:?}); best model in {}",
@@ -211,6 +244,9 @@ fn apply_limits(run: &mut RunConfig, args: &TrainArgs) {
     }
     if let Some(v) = args.max_minutes {
         t.max_minutes = v;
+    }
+    if let Some(v) = args.keep_last {
+        t.keep_last = v;
     }
     if let Some(v) = args.seed {
         t.seed = v;

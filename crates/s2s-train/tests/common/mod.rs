@@ -81,6 +81,16 @@ pub fn train(
     run: &RunConfig,
     resume: bool,
 ) -> s2s_train::TrainOutcome {
+    try_train(model_dir, data, run, resume).unwrap()
+}
+
+/// [`train`], returning the trainer's error.
+pub fn try_train(
+    model_dir: &Path,
+    data: &DataDir,
+    run: &RunConfig,
+    resume: bool,
+) -> Result<s2s_train::TrainOutcome, s2s_train::TrainError> {
     let _one_at_a_time = TRAINING.lock().unwrap_or_else(|e| e.into_inner());
     std::fs::create_dir_all(model_dir).unwrap();
     std::fs::write(model_dir.join("config.toml"), toml::to_string(run).unwrap()).unwrap();
@@ -105,7 +115,6 @@ pub fn train(
         &burn::tensor::Device::flex(),
         &opts,
     )
-    .unwrap()
 }
 
 /// Greedy exact-match accuracy of the best model in `model_dir` on the test split.

@@ -1,0 +1,134 @@
+//! SIGKILL at random moments (seeded): whatever a kill interrupts — start-up, a step, a
+//! validation, a checkpoint swap — MODEL_DIR stays usable: the newest complete checkpoint is
+//! found and `--resume` continues from it, the best model (once written) loads, and a final
+//! resume finishes and translates. Also `keep_last`: the last N checkpoints are kept.
+
+mod common;
+
+use common::*;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use std::time::{Duration, Instant};
+
+#[test]
+fn sigkill_at_random_moments_never_loses_the_last_complete_checkpoint() {
+    let started = Instant::now();
+    let tmp = tempfile::tempdir().unwrap();
+    let (data, config) = setup(tmp.path());
+    let out = tmp.path().join("model");
+    let mut rng = ChaCha8Rng::seed_from_u64(9);
+    let mut last_step = 0usize;
+    let mut kills = 0;
+    for round in 0..8 {
+        let cmd = if out.join("checkpoint").exists() || out.join("checkpoint.old").exists() {
+            resume_cmd(&data, &out, &["--max-steps", "100000"])
+        } else {
+            train_cmd(&data, &config, &out, &["--max-steps", "100000", "--force"])
+        };
+        let p = spawn(cmd);
+        let delay = rng.random_range(100..2500);
+        std::thread::sleep(Duration::from_millis(delay));
+        p.signal(libc::SIGKILL);
+        let (code, err) = p.finish();
+        assert_eq!(code, None, "round {round}: exited by itself:\n{err}");
+        kills += 1;
+
+        match s2s_train::checkpoint::locate(&out) {
+            Ok(dir) => {
+                let step = checkpoint_step(&dir);
+                assert!(
+                    step >= last_step,
+                    "round {round}: checkpoint went back from step {last_step} to {step}"
+                );
+                last_step = step;
+            }
+            Err(e) => assert_eq!(last_step, 0, "round {round}: checkpoint lost: {e}"),
+        }
+        if out.join("model.safetensors").exists() {
+            let device = burn::tensor::Device::flex();
+            s2s_train::model_dir::load(&out, &device)
+                .unwrap_or_else(|e| panic!("round {round}, killed after {delay} ms: {e}"));
+        }
+    }
+    assert!(kills >= 5);
+    assert!(last_step > 0, "no checkpoint in 8 rounds");
+
+    let target = (last_step + 3).to_string();
+    let o = run(resume_cmd(&data, &out, &["--max-steps", &target]));
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(checkpoint_step(&out.join("checkpoint")), last_step + 3);
+    let mut c = s2s();
+    c.arg("translate").arg("--model").arg(&out);
+    let o = c
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut ch| {
+            use std::io::Write;
+            ch.stdin.take().unwrap().write_all(b"1 2 3\n4 5\n")?;
+            ch.wait_with_output()
+        })
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(String::from_utf8_lossy(&o.stdout).lines().count(), 2);
+    eprintln!("{kills} kills in {:.1} s", started.elapsed().as_secs_f64());
+}
+
+#[test]
+fn keep_last_keeps_the_newest_checkpoints_and_resume_uses_the_newest() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (data, config) = setup(tmp.path());
+    let out = tmp.path().join("model");
+    // Validation, and so a checkpoint, every 3 steps: steps 3, 6, ..., 18, then the final one.
+    let o = run(train_cmd(
+        &data,
+        &config,
+        &out,
+        &["--max-steps", "20", "--keep-last", "3"],
+    ));
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(checkpoint_step(&out.join("checkpoint")), 20);
+    let archived: Vec<usize> = s2s_train::checkpoint::archived(&out)
+        .into_iter()
+        .map(|(s, d)| {
+            assert_eq!(checkpoint_step(&d), s);
+            s2s_train::checkpoint::verify(&d).unwrap();
+            s
+        })
+        .collect();
+    assert_eq!(archived, vec![15, 18]);
+    assert!(!out.join("checkpoint.old").exists() && !out.join("checkpoint.new").exists());
+
+    // A damaged newest checkpoint: resume falls back to the newest archived one.
+    let w = out.join("checkpoint").join(s2s_train::checkpoint::WEIGHTS);
+    let mut bytes = std::fs::read(&w).unwrap();
+    bytes.truncate(bytes.len() / 2);
+    std::fs::write(&w, &bytes).unwrap();
+    assert_eq!(
+        s2s_train::checkpoint::locate(&out).unwrap(),
+        out.join("checkpoints").join("step-00000018")
+    );
+    let o = run(resume_cmd(&data, &out, &["--max-steps", "22"]));
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("using the older complete checkpoint"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(checkpoint_step(&out.join("checkpoint")), 22);
+    // The damaged checkpoint was dropped, not archived.
+    let steps: Vec<usize> = s2s_train::checkpoint::archived(&out)
+        .into_iter()
+        .map(|(s, _)| s)
+        .collect();
+    assert_eq!(steps, vec![18, 21]);
+    // keep_last = 1 (the default) keeps no archive.
+    let o = run(resume_cmd(
+        &data,
+        &out,
+        &["--max-steps", "24", "--keep-last", "1"],
+    ));
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(s2s_train::checkpoint::archived(&out).is_empty());
+}
