@@ -170,8 +170,7 @@ pub fn run(args: QuickstartArgs) -> Result<()> {
     let chrf = s2s_eval::corpus_chrf(&hyps, &refs, &s2s_eval::ChrfConfig::default())?;
     // The same output against the references as shipped (mixed scripts), for comparison with
     // systems that did not convert.
-    let original_refs =
-        s2s_data::io::split_lines(CORPUS[5].1, &corpus_dir.join(CORPUS[5].0))?;
+    let original_refs = s2s_data::io::split_lines(CORPUS[5].1, &corpus_dir.join(CORPUS[5].0))?;
     let bleu_original = if original_refs.len() == hyps.len() {
         let refs = [&original_refs];
         Some(
