@@ -10,7 +10,16 @@ use s2s_search::step::StepModel;
 
 const VOCAB: usize = 11;
 
+/// burn's RNG is process-wide: a test that seeds it and then builds a model holds this, or a
+/// test running beside it may draw in between and change the weights it gets.
+static RNG: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn rng_lock() -> std::sync::MutexGuard<'static, ()> {
+    RNG.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn model(name: &str, device: &Device) -> Seq2SeqModel {
+    let _rng = rng_lock();
     device.seed(7);
     Seq2SeqModel::new(&preset(name).unwrap(), VOCAB, VOCAB, device)
 }
@@ -113,8 +122,11 @@ fn attention_decoder_gradients_match_finite_differences() {
     cfg.hidden = 5;
     cfg.attn_dim = 4;
     cfg.readout_dim = 6;
-    device.seed(3);
-    let mut m = Seq2SeqModel::new(&ModelConfig::Rnn(cfg), VOCAB, VOCAB, &device);
+    let mut m = {
+        let _rng = rng_lock();
+        device.seed(3);
+        Seq2SeqModel::new(&ModelConfig::Rnn(cfg), VOCAB, VOCAB, &device)
+    };
     let grads = loss(&m, &device).backward();
     // The attention energy vector v and the decoder's recurrent weights.
     let params: Vec<(&str, WeightOf)> = vec![
