@@ -12,6 +12,7 @@
 pub mod bench;
 pub mod checkpoint;
 pub mod config;
+pub mod data_parallel;
 pub mod loss;
 pub mod metrics;
 pub mod model_dir;
@@ -20,7 +21,7 @@ pub mod trainer;
 
 pub use burn::train::Interrupter;
 pub use config::{RunConfig, TrainConfig};
-pub use trainer::{Corpus, StopReason, TrainOptions, TrainOutcome, train};
+pub use trainer::{Corpus, StopReason, TrainOptions, TrainOutcome, train, train_on};
 
 use std::path::Path;
 

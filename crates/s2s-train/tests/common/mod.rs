@@ -72,7 +72,7 @@ pub fn run_config(arch: &str, data: &DataDir, train_toml: &str) -> RunConfig {
 
 /// burn's random generator is process-wide: trainings in one test binary run one at a time, so
 /// each is a deterministic function of its seed (and a pass is not luck of thread interleaving).
-static TRAINING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+pub static TRAINING: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// Trains `run` on `data` into `model_dir` (which gets the files a real MODEL_DIR has).
 pub fn train(
@@ -80,6 +80,23 @@ pub fn train(
     data: &DataDir,
     run: &RunConfig,
     resume: bool,
+) -> s2s_train::TrainOutcome {
+    train_on(
+        model_dir,
+        data,
+        run,
+        resume,
+        &[burn::tensor::Device::flex()],
+    )
+}
+
+/// [`train`] with data parallelism over `devices`.
+pub fn train_on(
+    model_dir: &Path,
+    data: &DataDir,
+    run: &RunConfig,
+    resume: bool,
+    devices: &[burn::tensor::Device],
 ) -> s2s_train::TrainOutcome {
     let _one_at_a_time = TRAINING.lock().unwrap_or_else(|e| e.into_inner());
     std::fs::create_dir_all(model_dir).unwrap();
@@ -98,14 +115,7 @@ pub fn train(
         progress: false,
         interrupter: s2s_train::Interrupter::new(),
     };
-    s2s_train::train(
-        model_dir,
-        run,
-        &corpus,
-        &burn::tensor::Device::flex(),
-        &opts,
-    )
-    .unwrap()
+    s2s_train::train_on(model_dir, run, &corpus, devices, &opts).unwrap()
 }
 
 /// Greedy exact-match accuracy of the best model in `model_dir` on the test split.
