@@ -61,10 +61,9 @@ pub struct Measurement {
 pub fn model_config(name: &str) -> Option<ModelConfig> {
     let cfg = match name {
         "rnnsearch" => match preset("rnnsearch")? {
-            ModelConfig::Rnn(c) => ModelConfig::Rnn(s2s_models::rnn::RnnConfig {
-                dropout: 0.0,
-                ..c
-            }),
+            ModelConfig::Rnn(c) => {
+                ModelConfig::Rnn(s2s_models::rnn::RnnConfig { dropout: 0.0, ..c })
+            }
             other => other,
         },
         "transformer" => preset("transformer-small")?,
@@ -100,7 +99,11 @@ pub fn synthetic_batch(shape: &Shape) -> SyntheticBatch {
     for row in 0..b {
         let len = 10 + row % 11;
         for j in 0..t {
-            tgt_out[row * t + j] = if j < len { src[row * s + j.min(s - 1)] } else { 0 };
+            tgt_out[row * t + j] = if j < len {
+                src[row * s + j.min(s - 1)]
+            } else {
+                0
+            };
             tgt_in[row * t + j] = if j == 0 {
                 s2s_data::BOS
             } else {
@@ -206,9 +209,15 @@ pub fn measure(
             let sources: Vec<Vec<u32>> = data.src.chunks(s).map(<[u32]>::to_vec).collect();
             for i in 0..warmup + reps {
                 let start = Instant::now();
-                let hyps =
-                    s2s_models::decoder::translate_all(&model, device, shape.vocab, &sources, &search, b)
-                        .map_err(|e| e.to_string())?;
+                let hyps = s2s_models::decoder::translate_all(
+                    &model,
+                    device,
+                    shape.vocab,
+                    &sources,
+                    &search,
+                    b,
+                )
+                .map_err(|e| e.to_string())?;
                 if hyps.iter().any(|h| h[0].tokens.len() + 1 < t) {
                     return Err(format!("{phase} decoding did not run {t} steps"));
                 }
@@ -218,7 +227,11 @@ pub fn measure(
             }
             tokens_per_batch = b * t;
         }
-        other => return Err(format!("unknown bench phase {other:?}; use one of {PHASES:?}")),
+        other => {
+            return Err(format!(
+                "unknown bench phase {other:?}; use one of {PHASES:?}"
+            ));
+        }
     }
     let secs = median(times);
     Ok(Measurement {
@@ -246,10 +259,21 @@ mod tests {
             let len = 10 + row % 11;
             assert_eq!(d.tgt_in[row * t], s2s_data::BOS);
             assert_eq!(d.tgt_in[row * t + 1], d.tgt_out[row * t]);
-            assert!(d.tgt_out[row * t..row * t + len].iter().all(|&x| x > s2s_data::EOS));
-            assert!(d.tgt_out[row * t + len..(row + 1) * t].iter().all(|&x| x == 0));
+            assert!(
+                d.tgt_out[row * t..row * t + len]
+                    .iter()
+                    .all(|&x| x > s2s_data::EOS)
+            );
+            assert!(
+                d.tgt_out[row * t + len..(row + 1) * t]
+                    .iter()
+                    .all(|&x| x == 0)
+            );
         }
-        assert_eq!(d.tgt_tokens, (0..shape.batch).map(|r| 10 + r % 11).sum::<usize>());
+        assert_eq!(
+            d.tgt_tokens,
+            (0..shape.batch).map(|r| 10 + r % 11).sum::<usize>()
+        );
     }
 
     #[test]
@@ -272,7 +296,10 @@ mod tests {
         let device = s2s_models::backend::parse_device("cpu").unwrap();
         for phase in PHASES {
             let m = measure("rnnsearch", phase, &shape, 0, 1, &device).unwrap();
-            assert!(m.ms_per_batch > 0.0 && m.tokens_per_sec.is_finite(), "{m:?}");
+            assert!(
+                m.ms_per_batch > 0.0 && m.tokens_per_sec.is_finite(),
+                "{m:?}"
+            );
             assert!(m.params > 0);
         }
     }

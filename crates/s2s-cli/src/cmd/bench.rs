@@ -13,7 +13,11 @@ pub struct BenchArgs {
     #[arg(long)]
     pub json: bool,
     /// Comma-separated models: rnnsearch, transformer, convs2s.
-    #[arg(long, value_delimiter = ',', default_value = "rnnsearch,transformer,convs2s")]
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "rnnsearch,transformer,convs2s"
+    )]
     pub models: Vec<String>,
     /// Comma-separated phases: train, greedy, beam.
     #[arg(long, value_delimiter = ',', default_value = "train,greedy,beam")]
@@ -68,8 +72,8 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     for model in &args.models {
         for phase in &args.phases {
             let m = if args.in_process {
-                let device = s2s_models::backend::parse_device(&args.device)
-                    .map_err(anyhow::Error::msg)?;
+                let device =
+                    s2s_models::backend::parse_device(&args.device).map_err(anyhow::Error::msg)?;
                 bench::measure(model, phase, &shape, args.warmup, args.reps, &device)
                     .map_err(anyhow::Error::msg)?
             } else {
