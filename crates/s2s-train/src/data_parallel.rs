@@ -96,6 +96,7 @@ pub fn batch_loss(
 
 /// A step's gradients before the finiteness check: one device's loss still to backpropagate, or
 /// the gradients data parallelism already averaged.
+#[allow(clippy::large_enum_variant)] // one value per step; a burn tensor handle is 256 bytes
 pub enum Pending {
     Loss(Tensor<1>),
     Grads(GradientsParams),
