@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The GPU check of docs/scaling.md ("Measured"): run it on a machine with an NVIDIA GPU and the
-# driver installed (the CUDA toolkit is not needed: cudarc loads libcuda at run time).
+# driver installed (the CUDA toolkit is not needed: cudarc loads libcuda at run time). The first
+# `--features cuda` build downloads a prebuilt LLVM into ~/.local/share/tracel/ (cubecl-llvm's
+# build script): without network, copy that folder there first (see docs/scaling.md).
 #
 #   bench/gpu_check.sh [MINUTES]        # minutes per training run, default 3
 #

@@ -8,6 +8,10 @@
 //! single-device step loop (what burn-train's `SingleDeviceTrainEpoch` does: forward, backward,
 //! `ModuleOptimizer::step`) and uses burn-train's [`burn::train::Interrupter`] for stopping. The
 //! optimiser state is burn-optim's own record, saved in the checkpoint.
+//!
+//! With several devices, [`data_parallel`] runs one batch per device on forks of the model and
+//! averages their gradients on the first, as burn-train's `MultiDeviceOptim::OptimMainDevice`
+//! does; see `docs/scaling.md`.
 
 pub mod bench;
 pub mod checkpoint;
