@@ -33,6 +33,21 @@ pub fn parse_device(name: &str) -> Result<Device, String> {
     }
 }
 
+/// Parses a comma-separated device list (`--devices cuda:0,cuda:1`; `cpu,cpu` runs the
+/// multi-device code path on the CPU). The first device is the main one.
+pub fn parse_devices(list: &str) -> Result<Vec<Device>, String> {
+    let devices = list
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(parse_device)
+        .collect::<Result<Vec<_>, _>>()?;
+    if devices.is_empty() {
+        return Err(format!("--devices `{list}` names no device"));
+    }
+    Ok(devices)
+}
+
 /// The default device: `S2S_DEVICE` if set, else the CPU.
 pub fn default_device() -> Device {
     match std::env::var("S2S_DEVICE") {

@@ -8,10 +8,15 @@
 //! single-device step loop (what burn-train's `SingleDeviceTrainEpoch` does: forward, backward,
 //! `ModuleOptimizer::step`) and uses burn-train's [`burn::train::Interrupter`] for stopping. The
 //! optimiser state is burn-optim's own record, saved in the checkpoint.
+//!
+//! With several devices, [`data_parallel`] runs one batch per device on forks of the model and
+//! averages their gradients on the first, as burn-train's `MultiDeviceOptim::OptimMainDevice`
+//! does; see `docs/scaling.md`.
 
 pub mod bench;
 pub mod checkpoint;
 pub mod config;
+pub mod data_parallel;
 pub mod loss;
 pub mod metrics;
 pub mod model_dir;
@@ -20,7 +25,7 @@ pub mod trainer;
 
 pub use burn::train::Interrupter;
 pub use config::{RunConfig, TrainConfig};
-pub use trainer::{Corpus, StopReason, TrainOptions, TrainOutcome, train};
+pub use trainer::{Corpus, StopReason, TrainOptions, TrainOutcome, train, train_on};
 
 use std::path::Path;
 

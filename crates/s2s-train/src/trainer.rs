@@ -4,6 +4,7 @@
 use crate::TrainError;
 use crate::checkpoint::{self, OPTIMIZER, STATE, TrainerState, WEIGHTS};
 use crate::config::{BestBy, OptimizerKind, RunConfig};
+use crate::data_parallel::{Pending, batch_loss, forward_backward};
 use crate::loss::label_smoothed_nll;
 use crate::metrics::{self, MetricsRecord};
 use crate::schedule::{learning_rate, teacher_forcing_ratio};
@@ -11,12 +12,9 @@ use burn::grad_clipping::GradientClippingConfig;
 use burn::module::{Module, ModuleVisitor, Param};
 use burn::optim::{AdamConfig, AdamWConfig, GradientsParams};
 use burn::optim::{ModuleOptimizer, OptimizerRecord};
-use burn::tensor::{Bool, Device, Int, Tensor, TensorData};
+use burn::tensor::{Device, Int, Tensor, TensorData};
 use burn::train::Interrupter;
 use indicatif::{ProgressBar, ProgressStyle};
-use rand::Rng;
-use rand_chacha::ChaCha8Rng;
-use rand_chacha::rand_core::SeedableRng;
 use s2s_data::{BatchConfig, EncodedSplit, TextTokenizer, epoch_batches, sorted_batches};
 use s2s_eval::{BleuConfig, corpus_bleu};
 use s2s_models::{PaddedIds, Seq2SeqModel};
@@ -66,19 +64,19 @@ pub fn special_tokens() -> SpecialTokens {
     }
 }
 
-fn mix(a: u64, b: u64) -> u64 {
+pub(crate) fn mix(a: u64, b: u64) -> u64 {
     let mut z = a ^ b.wrapping_mul(0x9E37_79B9_7F4A_7C15);
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     z ^ (z >> 31)
 }
 
-fn int_tensor(ids: &[u32], shape: [usize; 2], device: &Device) -> Tensor<2, Int> {
+pub(crate) fn int_tensor(ids: &[u32], shape: [usize; 2], device: &Device) -> Tensor<2, Int> {
     let v: Vec<i64> = ids.iter().map(|&t| t as i64).collect();
     Tensor::from_data(TensorData::new(v, shape), device)
 }
 
-pub(crate) fn make_optimizer(cfg: &crate::TrainConfig) -> ModuleOptimizer {
+pub fn make_optimizer(cfg: &crate::TrainConfig) -> ModuleOptimizer {
     let clip = (cfg.clip_norm > 0.0).then_some(GradientClippingConfig::Norm(cfg.clip_norm));
     match cfg.optimizer {
         OptimizerKind::Adam => AdamConfig::new()
@@ -200,6 +198,19 @@ pub fn train(
     device: &Device,
     opts: &TrainOptions,
 ) -> Result<TrainOutcome, TrainError> {
+    train_on(model_dir, run, corpus, std::slice::from_ref(device), opts)
+}
+
+/// [`train`] with data parallelism over `devices` (see [`crate::data_parallel`]): each step
+/// takes one batch per device; `devices[0]` holds the model, validates and checkpoints.
+pub fn train_on(
+    model_dir: &Path,
+    run: &RunConfig,
+    corpus: &Corpus,
+    devices: &[Device],
+    opts: &TrainOptions,
+) -> Result<TrainOutcome, TrainError> {
+    let device = &devices[0];
     let cfg = &run.train;
     let ad = device.clone().autodiff();
     ad.seed(cfg.seed);
@@ -314,36 +325,24 @@ pub fn train(
                 });
             }
             let step_start = Instant::now();
-            let b = corpus.train.batch(&batches[st.batch_in_epoch]);
-            let src = PaddedIds::from_flat(&b.src, b.batch_size, b.src_len, s2s_data::PAD, &ad);
-            let tgt_in = int_tensor(&b.tgt_in, [b.batch_size, b.tgt_len], &ad);
-            let tgt_out = int_tensor(&b.tgt_out, [b.batch_size, b.tgt_len], &ad);
-            // Every random stream of this step comes from (seed, step): dropout via the device
-            // seed, scheduled sampling via its own generator. Resume therefore needs no RNG state.
-            ad.seed(mix(cfg.seed, st.step as u64));
-            let tf = teacher_forcing_ratio(cfg, st.step);
-            let logits = if tf >= 1.0 {
-                model.forward_teacher(&src, tgt_in, None)
+            // Several devices: one batch each, averaged gradients (data_parallel.rs).
+            let (loss_value, tokens, pending) = if devices.len() > 1 {
+                let rest = &batches[st.batch_in_epoch..];
+                let p = forward_backward(&model, devices, corpus.train, rest, cfg, st.step)?;
+                st.batch_in_epoch += p.batches;
+                (p.loss, p.tokens, Pending::Grads(p.grads))
             } else {
-                let mut rng = ChaCha8Rng::seed_from_u64(mix(cfg.seed ^ 0x5EED, st.step as u64));
-                let rows = b.batch_size;
-                let dev = ad.clone();
-                let mut choose = move |_t: usize| -> Tensor<1, Bool> {
-                    let v: Vec<bool> = (0..rows).map(|_| rng.random::<f64>() < tf).collect();
-                    Tensor::from_data(TensorData::new(v, [rows]), &dev)
-                };
-                model.forward_teacher(&src, tgt_in, Some(&mut choose))
+                let b = corpus.train.batch(&batches[st.batch_in_epoch]);
+                let out = batch_loss(&model, &ad, &b, cfg, st.step, 0);
+                st.batch_in_epoch += 1;
+                let v = out.loss.clone().into_scalar::<f32>() as f64;
+                (v, b.num_tgt_tokens(), Pending::Loss(out.loss))
             };
-            let tokens = b.num_tgt_tokens();
-            let out =
-                label_smoothed_nll(logits, tgt_out, s2s_data::PAD, cfg.label_smoothing, tokens);
-            let loss_value = out.loss.clone().into_scalar::<f32>() as f64;
-            st.batch_in_epoch += 1;
             // A non-finite loss or gradient norm skips the step (no update, no optimiser state
             // change); `max_bad_steps` of them in a row stop training with an error, leaving the
             // last checkpoint (written before them) as it was.
             let grads = if loss_value.is_finite() {
-                let grads = GradientsParams::from_grads(out.loss.backward(), &model);
+                let grads = pending.grads(&model);
                 let norm = grad_norm(&model, &grads);
                 norm.is_finite()
                     .then_some(grads)

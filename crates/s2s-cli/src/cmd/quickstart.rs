@@ -117,6 +117,7 @@ pub fn run(args: QuickstartArgs) -> Result<()> {
         resume: false,
         force: true,
         device: args.device.clone(),
+        devices: None,
         quiet: false,
     })?;
 

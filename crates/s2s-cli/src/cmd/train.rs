@@ -40,6 +40,10 @@ pub struct TrainArgs {
     /// Device: cpu (default), or cuda:N / wgpu when compiled in.
     #[arg(long, default_value = "cpu")]
     pub device: String,
+    /// Data parallelism: comma-separated devices (`cuda:0,cuda:1`; `cpu,cpu` exercises the path),
+    /// one batch each per step, gradients averaged on the first. See docs/scaling.md.
+    #[arg(long, conflicts_with = "device")]
+    pub devices: Option<String>,
     /// Hide the progress bar.
     #[arg(long)]
     pub quiet: bool,
@@ -77,7 +81,11 @@ fn resume_command(args: &TrainArgs) -> String {
 }
 
 pub fn run(args: TrainArgs) -> Result<()> {
-    let device = s2s_models::backend::parse_device(&args.device).map_err(anyhow::Error::msg)?;
+    let devices = match &args.devices {
+        Some(list) => s2s_models::backend::parse_devices(list),
+        None => s2s_models::backend::parse_device(&args.device).map(|d| vec![d]),
+    }
+    .map_err(anyhow::Error::msg)?;
     let data = s2s_data::load_data_dir(&args.data)?;
     let out = &args.out;
     let run = if args.resume {
@@ -192,11 +200,11 @@ pub fn run(args: TrainArgs) -> Result<()> {
     };
     let interrupter = s2s_train::Interrupter::new();
     crate::signals::install(interrupter.clone()).context("cannot install signal handlers")?;
-    let outcome = s2s_train::train(
+    let outcome = s2s_train::train_on(
         out,
         &run,
         &corpus,
-        &device,
+        &devices,
         &TrainOptions {
             resume: args.resume,
             progress: !args.quiet,

@@ -72,7 +72,7 @@ pub fn run_config(arch: &str, data: &DataDir, train_toml: &str) -> RunConfig {
 
 /// burn's random generator is process-wide: trainings in one test binary run one at a time, so
 /// each is a deterministic function of its seed (and a pass is not luck of thread interleaving).
-static TRAINING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+pub static TRAINING: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// Trains `run` on `data` into `model_dir` (which gets the files a real MODEL_DIR has).
 pub fn train(
@@ -91,6 +91,34 @@ pub fn try_train(
     run: &RunConfig,
     resume: bool,
 ) -> Result<s2s_train::TrainOutcome, s2s_train::TrainError> {
+    try_train_on(
+        model_dir,
+        data,
+        run,
+        resume,
+        &[burn::tensor::Device::flex()],
+    )
+}
+
+/// [`train`] with data parallelism over `devices`.
+pub fn train_on(
+    model_dir: &Path,
+    data: &DataDir,
+    run: &RunConfig,
+    resume: bool,
+    devices: &[burn::tensor::Device],
+) -> s2s_train::TrainOutcome {
+    try_train_on(model_dir, data, run, resume, devices).unwrap()
+}
+
+/// [`train_on`], returning the trainer's error.
+pub fn try_train_on(
+    model_dir: &Path,
+    data: &DataDir,
+    run: &RunConfig,
+    resume: bool,
+    devices: &[burn::tensor::Device],
+) -> Result<s2s_train::TrainOutcome, s2s_train::TrainError> {
     let _one_at_a_time = TRAINING.lock().unwrap_or_else(|e| e.into_inner());
     std::fs::create_dir_all(model_dir).unwrap();
     std::fs::write(model_dir.join("config.toml"), toml::to_string(run).unwrap()).unwrap();
@@ -108,13 +136,7 @@ pub fn try_train(
         progress: false,
         interrupter: s2s_train::Interrupter::new(),
     };
-    s2s_train::train(
-        model_dir,
-        run,
-        &corpus,
-        &burn::tensor::Device::flex(),
-        &opts,
-    )
+    s2s_train::train_on(model_dir, run, &corpus, devices, &opts)
 }
 
 /// Greedy exact-match accuracy of the best model in `model_dir` on the test split.
