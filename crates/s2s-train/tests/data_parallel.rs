@@ -19,14 +19,7 @@ fn config(data: &s2s_data::DataDir, max_steps: usize) -> s2s_train::RunConfig {
     let text = format!(
         "arch = \"rnnsearch-tiny\"\n[model]\ndropout = 0.3\n[train]\nmax_steps = {max_steps}\nmax_tokens = 600\nlr = 3e-3\nwarmup_steps = 5\nteacher_forcing = 0.5\nvalid_every = 4\nvalid_bleu_sentences = 20\npatience = 0\n"
     );
-    let (arch, model, train) = s2s_train::config::resolve(None, Some(("test", &text))).unwrap();
-    s2s_train::RunConfig {
-        arch,
-        src_vocab: data.src_tokenizer.vocab_size(),
-        tgt_vocab: data.tgt_tokenizer.vocab_size(),
-        model,
-        train,
-    }
+    common::run_config_toml(data, &text)
 }
 
 /// Every parameter as (name, f32 values), sorted by name.

@@ -65,14 +65,7 @@ fn resumes_exactly(arch: &str, model_toml: &str) {
         let text = format!(
             "arch = \"{arch}\"\n[model]\n{model_toml}\n[train]\nmax_steps = {max_steps}\nmax_tokens = 600\nlr = 3e-3\nwarmup_steps = 5\nschedule = \"inverse-sqrt\"\nvalid_every = 10\nvalid_bleu_sentences = 20\npatience = 0\n"
         );
-        let (arch, model, train) = s2s_train::config::resolve(None, Some(("test", &text))).unwrap();
-        s2s_train::RunConfig {
-            arch,
-            src_vocab: data.src_tokenizer.vocab_size(),
-            tgt_vocab: data.tgt_tokenizer.vocab_size(),
-            model,
-            train,
-        }
+        common::run_config_toml(&data, &text)
     };
     let straight = dir.path().join("straight");
     assert_eq!(train(&straight, &data, &config(20), false).state.step, 20);

@@ -59,8 +59,12 @@ pub fn reversal_data(root: &Path, n_train: usize, max_len: usize) -> DataDir {
 
 /// A run config for `arch` with training overrides given as TOML.
 pub fn run_config(arch: &str, data: &DataDir, train_toml: &str) -> RunConfig {
-    let text = format!("arch = \"{arch}\"\n[train]\n{train_toml}\n");
-    let (arch, model, train) = resolve(None, Some(("test", &text))).unwrap();
+    run_config_toml(data, &format!("arch = \"{arch}\"\n[train]\n{train_toml}\n"))
+}
+
+/// The run a whole config file (`arch`, `[model]`, `[train]`) describes, sized to `data`.
+pub fn run_config_toml(data: &DataDir, text: &str) -> RunConfig {
+    let (arch, model, train) = resolve(None, Some(("test", text))).unwrap();
     RunConfig {
         arch,
         src_vocab: data.src_tokenizer.vocab_size(),
