@@ -1,0 +1,59 @@
+//! Times single backend ops at the shapes of `s2s bench` (batch 64, source length 21, GRU 512,
+//! vocabulary 8000): the matrix products of a step and the element-wise functions around them.
+//! `cargo run --release -p s2s-models --example op_probe`; see docs/performance.md.
+
+use burn::tensor::{Distribution, Tensor};
+use std::time::Instant;
+
+fn time<F: FnMut()>(name: &str, flops: f64, reps: usize, mut f: F) {
+    f();
+    let t = Instant::now();
+    for _ in 0..reps {
+        f();
+    }
+    let s = t.elapsed().as_secs_f64() / reps as f64;
+    println!(
+        "{name:40} {:9.3} ms  {:7.1} GFLOP/s",
+        s * 1e3,
+        flops / s / 1e9
+    );
+}
+
+fn main() {
+    let dev = burn::tensor::Device::default();
+    for &(m, k, n) in &[
+        (64usize, 1792usize, 1536usize),
+        (64, 256, 8000),
+        (64, 1792, 256),
+        (1344, 256, 1536),
+        (1280, 256, 8000),
+        (320, 1792, 1536),
+        (320, 256, 8000),
+    ] {
+        let a: Tensor<2> = Tensor::random([m, k], Distribution::Default, &dev);
+        let b: Tensor<2> = Tensor::random([k, n], Distribution::Default, &dev);
+        time(
+            &format!("matmul {m}x{k} @ {k}x{n}"),
+            2.0 * (m * k * n) as f64,
+            20,
+            || {
+                let c = a.clone().matmul(b.clone());
+                let _ = c.into_data();
+            },
+        );
+    }
+    let x: Tensor<3> = Tensor::random([64, 21, 512], Distribution::Default, &dev);
+    time("tanh 64x21x512", 0.0, 50, || {
+        let _ = (x.clone() * 1.0).tanh().into_data();
+    });
+    time("mul only 64x21x512", 0.0, 50, || {
+        let _ = (x.clone() * 1.0).into_data();
+    });
+    time("sigmoid 64x21x512", 0.0, 50, || {
+        let _ = burn::tensor::activation::sigmoid(x.clone() * 1.0).into_data();
+    });
+    let l: Tensor<2> = Tensor::random([64, 8000], Distribution::Default, &dev);
+    time("log_softmax 64x8000", 0.0, 50, || {
+        let _ = burn::tensor::activation::log_softmax(l.clone(), 1).into_data();
+    });
+}
