@@ -82,12 +82,17 @@ pub(crate) fn beam<M: StepModel>(
                 let lps = &out.log_probs[(row0 + b) * vocab..(row0 + b + 1) * vocab];
                 let allowed = rules.allowed(&open.tokens, lim);
                 top.clear();
-                for v in allowed.iter(vocab) {
-                    push_top(
-                        &mut top,
-                        per_beam,
-                        (open.logprob + clean(lps[v as usize]), v),
-                    );
+                for (v, &lp) in lps.iter().enumerate() {
+                    let sum = open.logprob + clean(lp);
+                    // Most tokens lose to the current k + 1: reject them before the rule check.
+                    // `<` is false for NaN, which then takes the full path as before.
+                    if top.len() == per_beam && sum < top[per_beam - 1].0 {
+                        continue;
+                    }
+                    let v = v as u32;
+                    if allowed.permits(v) {
+                        push_top(&mut top, per_beam, (sum, v));
+                    }
                 }
                 cands.extend(top.iter().map(|&(sum, token)| Cand {
                     sum,

@@ -51,8 +51,17 @@ pub(crate) fn greedy<M: StepModel>(
             let allowed = rules.allowed(&s.open.tokens, lim);
             let mut best: Option<(f32, u32)> = None;
             let mut best_open: Option<(f32, u32)> = None;
-            for v in allowed.iter(vocab) {
-                let sum = s.open.logprob + clean(lps[v as usize]);
+            for (v, &lp) in lps.iter().enumerate() {
+                let sum = s.open.logprob + clean(lp);
+                // `best` is never worse than `best_open`, so a token below `best_open` changes
+                // neither: skip it before the rule check (NaN compares false and goes on).
+                if best_open.is_some_and(|(b, _)| sum < b) {
+                    continue;
+                }
+                let v = v as u32;
+                if !allowed.permits(v) {
+                    continue;
+                }
                 let better = |b: Option<(f32, u32)>| {
                     b.is_none_or(|b| cand_order((sum, v), b) == Ordering::Less)
                 };
