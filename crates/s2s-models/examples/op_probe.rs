@@ -5,6 +5,7 @@
 use burn::tensor::{Distribution, Tensor};
 use std::time::Instant;
 
+/// Prints the mean time of `reps` calls after one warm-up call, and GFLOP/s when `flops` > 0.
 fn time<F: FnMut()>(name: &str, flops: f64, reps: usize, mut f: F) {
     f();
     let t = Instant::now();
@@ -12,11 +13,15 @@ fn time<F: FnMut()>(name: &str, flops: f64, reps: usize, mut f: F) {
         f();
     }
     let s = t.elapsed().as_secs_f64() / reps as f64;
-    println!(
-        "{name:40} {:9.3} ms  {:7.1} GFLOP/s",
-        s * 1e3,
-        flops / s / 1e9
-    );
+    if flops > 0.0 {
+        println!(
+            "{name:40} {:9.3} ms  {:7.1} GFLOP/s",
+            s * 1e3,
+            flops / s / 1e9
+        );
+    } else {
+        println!("{name:40} {:9.3} ms", s * 1e3);
+    }
 }
 
 fn main() {

@@ -16,7 +16,8 @@ fn inputs() -> Vec<f32> {
     xs
 }
 
-fn values(t: Tensor<1>) -> Vec<f32> {
+/// The elements of `t` in row-major order.
+fn values<const D: usize>(t: Tensor<D>) -> Vec<f32> {
     t.into_data().try_to_vec::<f32>().unwrap()
 }
 
@@ -49,10 +50,10 @@ fn exp_tanh_sigmoid_match_f64() {
     assert!(max_error(&in_range, &e, f64::exp, true) < 2e-7);
     let th = values(t.clone().tanh());
     assert!(max_error(&xs, &th, f64::tanh, false) < 5e-7);
-    let small: Vec<(f32, f32)> = xs.iter().copied().zip(th.iter().copied()).collect();
-    for (x, y) in small
-        .into_iter()
-        .filter(|(x, _)| x.abs() < 0.5 && *x != 0.0)
+    for (&x, &y) in xs
+        .iter()
+        .zip(&th)
+        .filter(|(x, _)| x.abs() < 0.5 && **x != 0.0)
     {
         let r = (x as f64).tanh();
         assert!(
@@ -84,7 +85,7 @@ fn special_values() {
 fn softmax_rows_sum_to_one_and_masked_entries_are_zero() {
     let row = [1.0f32, -3.0, f32::NEG_INFINITY, 20.0, 0.5];
     let t = Tensor::<2>::from_data(TensorData::new([row, row].concat(), [2, 5]), &device());
-    let p = softmax(t, 1).into_data().try_to_vec::<f32>().unwrap();
+    let p = values(softmax(t, 1));
     let max = 20.0f64;
     let denom: f64 = row.iter().map(|&x| (x as f64 - max).exp()).sum::<f64>();
     for (i, &x) in row.iter().enumerate() {
@@ -103,32 +104,20 @@ fn shared_tensors_and_views_are_not_modified() {
     let _ = a.clone().tanh();
     let _ = a.clone().exp();
     let _ = sigmoid(a.clone());
-    assert_eq!(a.clone().into_data().try_to_vec::<f32>().unwrap(), data);
+    assert_eq!(values(a.clone()), data);
     // A transposed view and a slice: results follow the view, the source stays intact.
-    let tt = a
-        .clone()
-        .transpose()
-        .tanh()
-        .into_data()
-        .try_to_vec::<f32>()
-        .unwrap();
+    let tt = values(a.clone().transpose().tanh());
     for r in 0..8 {
         for c in 0..8 {
             assert!((tt[r * 8 + c] - data[c * 8 + r].tanh()).abs() < 5e-7);
         }
     }
-    let sl = a
-        .clone()
-        .slice([2..4, 1..5])
-        .exp()
-        .into_data()
-        .try_to_vec::<f32>()
-        .unwrap();
+    let sl = values(a.clone().slice([2..4, 1..5]).exp());
     for r in 0..2 {
         for c in 0..4 {
             let x = data[(r + 2) * 8 + c + 1];
             assert!(((sl[r * 4 + c] - x.exp()) / x.exp()).abs() < 2e-7);
         }
     }
-    assert_eq!(a.into_data().try_to_vec::<f32>().unwrap(), data);
+    assert_eq!(values(a), data);
 }
