@@ -131,16 +131,17 @@ fn apply_best(data: &mut [f32], op: FastOp) {
 
 /// Applies `op` to every element, on all rayon threads for large slices.
 pub fn map_in_place(data: &mut [f32], op: FastOp) {
-    // Below this, splitting costs more than it saves.
-    const PARALLEL_MIN: usize = 1 << 15;
     #[cfg(feature = "rayon")]
-    if data.len() >= PARALLEL_MIN {
-        use rayon::prelude::*;
-        let chunk = data.len().div_ceil(rayon::current_num_threads() * 4).max(PARALLEL_MIN / 4);
-        data.par_chunks_mut(chunk).for_each(|c| apply_best(c, op));
-        return;
+    {
+        // Below this, splitting costs more than it saves.
+        const PARALLEL_MIN: usize = 1 << 15;
+        if data.len() >= PARALLEL_MIN {
+            use rayon::prelude::*;
+            let chunk = data.len().div_ceil(rayon::current_num_threads() * 4).max(PARALLEL_MIN / 4);
+            data.par_chunks_mut(chunk).for_each(|c| apply_best(c, op));
+            return;
+        }
     }
-    let _ = PARALLEL_MIN;
     apply_best(data, op)
 }
 
