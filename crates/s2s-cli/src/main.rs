@@ -41,6 +41,7 @@ enum Command {
 }
 
 fn main() {
+    s2s_models::allocator::tune();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Quickstart(args) => cmd::quickstart::run(args),

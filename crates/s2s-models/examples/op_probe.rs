@@ -25,6 +25,7 @@ fn time<F: FnMut()>(name: &str, flops: f64, reps: usize, mut f: F) {
 }
 
 fn main() {
+    s2s_models::allocator::tune();
     let dev = burn::tensor::Device::default();
     for &(m, k, n) in &[
         (64usize, 1792usize, 1536usize),

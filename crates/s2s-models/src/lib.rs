@@ -2,6 +2,7 @@
 //! Transformer and ConvS2S, their configs and named presets, and the adapter that lets
 //! `s2s-search` decode any of them.
 
+pub mod allocator;
 pub mod attention;
 pub mod backend;
 pub mod config;
@@ -9,11 +10,13 @@ pub mod convs2s;
 pub mod decoder;
 pub mod init;
 pub mod io;
+pub mod output;
 pub mod rnn;
 pub mod transformer;
 
 pub use config::{ModelConfig, preset, preset_names};
 pub use decoder::Decoder;
+pub use output::OutputLayer;
 
 use burn::module::Module;
 use burn::tensor::{Bool, Device, Int, Tensor, TensorData};
@@ -58,30 +61,44 @@ impl Seq2SeqModel {
         })
     }
 
-    /// Teacher-forced logits `[batch, tgt_len, vocab]` (see [`rnn::RnnSeq2Seq::forward_teacher`]).
-    ///
-    /// `feed_gold` (scheduled sampling) applies to the recurrent models only. The Transformer and
-    /// ConvS2S always use full teacher forcing, the whole target in one parallel pass, and ignore
-    /// it: feeding their own predictions would need a sequential pass per step.
+    /// Teacher-forced logits `[batch, tgt_len, vocab]`: [`Seq2SeqModel::teacher_hidden`] through
+    /// [`Seq2SeqModel::output_layer`].
     pub fn forward_teacher(
         &self,
         src: &PaddedIds,
         tgt_in: Tensor<2, Int>,
         feed_gold: Option<&mut dyn FnMut(usize) -> Tensor<1, Bool>>,
     ) -> Tensor<3> {
+        self.output_layer()
+            .logits(self.teacher_hidden(src, tgt_in, feed_gold))
+    }
+
+    /// Teacher-forced decoder output just before the vocabulary projection,
+    /// `[batch, tgt_len, hidden]` (see [`rnn::RnnSeq2Seq::forward_teacher`]).
+    ///
+    /// `feed_gold` (scheduled sampling) applies to the recurrent models only. The Transformer and
+    /// ConvS2S always use full teacher forcing, the whole target in one parallel pass, and ignore
+    /// it: feeding their own predictions would need a sequential pass per step.
+    pub fn teacher_hidden(
+        &self,
+        src: &PaddedIds,
+        tgt_in: Tensor<2, Int>,
+        feed_gold: Option<&mut dyn FnMut(usize) -> Tensor<1, Bool>>,
+    ) -> Tensor<3> {
+        let (ids, pad) = (src.ids.clone(), src.pad.clone());
         match self {
-            Seq2SeqModel::Rnn(m) => {
-                m.forward_teacher(src.ids.clone(), src.pad.clone(), tgt_in, feed_gold)
-                    .0
-            }
-            Seq2SeqModel::Transformer(m) => {
-                m.forward_teacher(src.ids.clone(), src.pad.clone(), tgt_in)
-                    .0
-            }
-            Seq2SeqModel::ConvS2S(m) => {
-                m.forward_teacher(src.ids.clone(), src.pad.clone(), tgt_in)
-                    .0
-            }
+            Seq2SeqModel::Rnn(m) => m.teacher_hidden(ids, pad, tgt_in, feed_gold).0,
+            Seq2SeqModel::Transformer(m) => m.teacher_hidden(ids, pad, tgt_in).0,
+            Seq2SeqModel::ConvS2S(m) => m.teacher_hidden(ids, pad, tgt_in).0,
+        }
+    }
+
+    /// The vocabulary projection that turns [`Seq2SeqModel::teacher_hidden`] into logits.
+    pub fn output_layer(&self) -> OutputLayer {
+        match self {
+            Seq2SeqModel::Rnn(m) => m.output_layer(),
+            Seq2SeqModel::Transformer(m) => m.output_layer(),
+            Seq2SeqModel::ConvS2S(m) => m.output_layer(),
         }
     }
 }

@@ -3,7 +3,7 @@
 //! that `bench/reference.py` measures in PyTorch, so the two can be compared side by side.
 
 use crate::config::TrainConfig;
-use crate::loss::label_smoothed_nll;
+use crate::loss::projected_label_smoothed_nll;
 use crate::trainer::{make_optimizer, special_tokens};
 use burn::module::Module;
 use burn::optim::GradientsParams;
@@ -169,9 +169,10 @@ pub fn measure(
             let src = PaddedIds::from_flat(&data.src, b, s, s2s_data::PAD, &ad);
             for i in 0..warmup + reps {
                 let start = Instant::now();
-                let logits = model.forward_teacher(&src, ints(&data.tgt_in, [b, t], &ad), None);
-                let out = label_smoothed_nll(
-                    logits,
+                let hidden = model.teacher_hidden(&src, ints(&data.tgt_in, [b, t], &ad), None);
+                let out = projected_label_smoothed_nll(
+                    hidden,
+                    &model.output_layer(),
                     ints(&data.tgt_out, [b, t], &ad),
                     s2s_data::PAD,
                     0.1,

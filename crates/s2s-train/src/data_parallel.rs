@@ -29,7 +29,7 @@
 
 use crate::TrainError;
 use crate::config::TrainConfig;
-use crate::loss::{LossOutput, label_smoothed_nll};
+use crate::loss::{LossOutput, projected_label_smoothed_nll};
 use crate::schedule::teacher_forcing_ratio;
 use crate::trainer::{int_tensor, mix};
 use burn::module::Module;
@@ -72,8 +72,8 @@ pub fn batch_loss(
     // scheduled sampling via its own generator. Resume therefore needs no RNG state.
     device.seed(replica_seed(mix(cfg.seed, step as u64), replica));
     let tf = teacher_forcing_ratio(cfg, step);
-    let logits = if tf >= 1.0 {
-        model.forward_teacher(&src, tgt_in, None)
+    let hidden = if tf >= 1.0 {
+        model.teacher_hidden(&src, tgt_in, None)
     } else {
         let mut rng =
             ChaCha8Rng::seed_from_u64(replica_seed(mix(cfg.seed ^ 0x5EED, step as u64), replica));
@@ -83,10 +83,11 @@ pub fn batch_loss(
             let v: Vec<bool> = (0..rows).map(|_| rng.random::<f64>() < tf).collect();
             Tensor::from_data(TensorData::new(v, [rows]), &dev)
         };
-        model.forward_teacher(&src, tgt_in, Some(&mut choose))
+        model.teacher_hidden(&src, tgt_in, Some(&mut choose))
     };
-    label_smoothed_nll(
-        logits,
+    projected_label_smoothed_nll(
+        hidden,
+        &model.output_layer(),
         tgt_out,
         s2s_data::PAD,
         cfg.label_smoothing,

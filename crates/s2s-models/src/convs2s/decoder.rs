@@ -52,7 +52,8 @@ impl ConvDecoder {
 
     /// The layers over a whole target. `emb: [batch, len, emb]` are the previous tokens' embeddings;
     /// `conv(l, x)` runs layer `l`'s convolution (all positions at once, or one cached step).
-    /// Returns the logits and each layer's attention `[batch, len, src_len]`.
+    /// Returns the hidden states that enter `output` (`[batch, len, out_dim]`) and each layer's
+    /// attention `[batch, len, src_len]`.
     pub fn forward(
         &self,
         emb: Tensor<3>,
@@ -69,7 +70,6 @@ impl ConvDecoder {
             attns.push(a);
             x = (y + residual).mul_scalar(half);
         }
-        let x = self.dropout.forward(self.fc_out.forward(x));
-        (self.output.forward(x), attns)
+        (self.dropout.forward(self.fc_out.forward(x)), attns)
     }
 }

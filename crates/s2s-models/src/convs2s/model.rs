@@ -9,6 +9,7 @@ use super::attention::ConvMemory;
 use super::decoder::ConvDecoder;
 use super::embedding::ConvEmbedding;
 use super::encoder::ConvEncoder;
+use crate::OutputLayer;
 
 /// Incremental decoding state of all live rows (rows on axis 0 of every tensor).
 #[derive(Clone, Debug)]
@@ -78,9 +79,10 @@ impl ConvS2S {
         }
     }
 
-    /// Teacher-forced pass over the whole target: logits `[batch, tgt_len, vocab]` and the
-    /// reported attention `[batch, tgt_len, src_len]`.
-    pub fn forward_teacher(
+    /// Teacher-forced pass over the whole target: the hidden states that enter the output
+    /// projection, `[batch, tgt_len, out_dim]`, and the reported attention
+    /// `[batch, tgt_len, src_len]`.
+    pub fn teacher_hidden(
         &self,
         src: Tensor<2, Int>,
         src_pad: Tensor<2, Bool>,
@@ -88,10 +90,27 @@ impl ConvS2S {
     ) -> (Tensor<3>, Tensor<3>) {
         let memory = self.encode(src, src_pad);
         let emb = self.tgt_embed.forward(tgt_in, 0);
-        let (logits, attns) = self
+        let (hidden, attns) = self
             .decoder
             .forward(emb, &memory, |_, conv, x| conv.forward(x));
-        (logits, self.report(attns))
+        (hidden, self.report(attns))
+    }
+
+    /// [`ConvS2S::teacher_hidden`] through the output projection: logits
+    /// `[batch, tgt_len, vocab]` and the reported attention.
+    pub fn forward_teacher(
+        &self,
+        src: Tensor<2, Int>,
+        src_pad: Tensor<2, Bool>,
+        tgt_in: Tensor<2, Int>,
+    ) -> (Tensor<3>, Tensor<3>) {
+        let (hidden, attn) = self.teacher_hidden(src, src_pad, tgt_in);
+        (self.decoder.output.forward(hidden), attn)
+    }
+
+    /// The vocabulary projection.
+    pub fn output_layer(&self) -> OutputLayer {
+        OutputLayer::of_linear(&self.decoder.output)
     }
 
     /// The state before the first step.
@@ -118,12 +137,13 @@ impl ConvS2S {
             .forward(tokens.reshape([rows, 1]), state.steps);
         let width = self.cfg.kernel - 1;
         let buffers = &mut state.buffers;
-        let (logits, attns) = self.decoder.forward(emb, &state.memory, |l, conv, x| {
+        let (hidden, attns) = self.decoder.forward(emb, &state.memory, |l, conv, x| {
             let window = Tensor::cat(vec![buffers[l].clone(), x], 1);
             buffers[l] = window.clone().narrow(1, 1, width);
             conv.step(window)
         });
         state.steps += 1;
+        let logits = self.decoder.output.forward(hidden);
         let attn = self.report(attns);
         let [_, _, v] = logits.dims();
         let [_, _, s] = attn.dims();

@@ -10,6 +10,7 @@
 
 use super::cell::{Cell, CellKind, CellState, input_projection};
 use super::encoder::{EncoderFinal, RnnEncoder};
+use crate::OutputLayer;
 use crate::attention::{Attention, Memory, Score};
 use burn::module::{Module, Param};
 use burn::nn::{
@@ -410,12 +411,22 @@ impl RnnSeq2Seq {
 
     /// Features `[.., features]` to vocabulary logits.
     pub fn logits<const D: usize>(&self, features: Tensor<D>) -> Tensor<D> {
+        self.output_layer().logits(self.pre_output(features))
+    }
+
+    /// What comes between a step's features and the vocabulary projection: dropout, then the
+    /// `tanh` readout layer if the model has one.
+    pub fn pre_output<const D: usize>(&self, features: Tensor<D>) -> Tensor<D> {
         let x = self.dropout.forward(features);
-        let x = match &self.readout {
+        match &self.readout {
             Some(r) => r.forward(x).tanh(),
             None => x,
-        };
-        self.output.forward(x)
+        }
+    }
+
+    /// The vocabulary projection.
+    pub fn output_layer(&self) -> OutputLayer {
+        OutputLayer::of_linear(&self.output)
     }
 
     /// Embeds a `[rows]` token vector and projects it for the first decoder layer.
@@ -433,7 +444,9 @@ impl RnnSeq2Seq {
     /// step reads the gold previous token, and the embeddings and their projections for all steps
     /// are computed in one pass. Otherwise `feed_gold(t)` gives, for step `t >= 1`, which rows read
     /// the gold token (`[batch]`, true = gold); the others read the model's own previous argmax.
-    pub fn forward_teacher(
+    /// Returns the hidden states that enter the output projection, `[batch, tgt_len, hidden]`,
+    /// and the attention weights of every step.
+    pub fn teacher_hidden(
         &self,
         src: Tensor<2, Int>,
         src_pad: Tensor<2, Bool>,
@@ -485,6 +498,19 @@ impl RnnSeq2Seq {
             }
         }
         let features: Tensor<3> = Tensor::stack(features, 1);
-        (self.logits(features), attns)
+        (self.pre_output(features), attns)
+    }
+
+    /// [`RnnSeq2Seq::teacher_hidden`] through the output projection: logits
+    /// `[batch, tgt_len, vocab]` and the attention weights of every step.
+    pub fn forward_teacher(
+        &self,
+        src: Tensor<2, Int>,
+        src_pad: Tensor<2, Bool>,
+        tgt_in: Tensor<2, Int>,
+        feed_gold: Option<&mut dyn FnMut(usize) -> Tensor<1, Bool>>,
+    ) -> (Tensor<3>, Vec<Tensor<2>>) {
+        let (hidden, attns) = self.teacher_hidden(src, src_pad, tgt_in, feed_gold);
+        (self.output_layer().logits(hidden), attns)
     }
 }

@@ -10,6 +10,7 @@ use super::attention::KeyValue;
 use super::decoder::TransformerDecoder;
 use super::encoder::TransformerEncoder;
 use super::positions::PositionEncoding;
+use crate::OutputLayer;
 use crate::init::{embedding, xavier_linear};
 
 /// Everything incremental decoding keeps between steps, for all live rows. Every tensor has the
@@ -174,26 +175,44 @@ impl TransformerSeq2Seq {
         )
     }
 
-    /// Features `[.., d]` to vocabulary logits.
-    pub fn logits<const D: usize>(&self, features: Tensor<D>) -> Tensor<D> {
+    /// The vocabulary projection: the output layer, or the transposed target embeddings if tied.
+    pub fn output_layer(&self) -> OutputLayer {
         match &self.output {
-            Some(out) => out.forward(features),
-            None => {
-                burn::tensor::module::linear(features, self.tgt_emb.weight.val().transpose(), None)
-            }
+            Some(out) => OutputLayer::of_linear(out),
+            None => OutputLayer {
+                weight: self.tgt_emb.weight.val().transpose(),
+                bias: None,
+            },
         }
     }
 
-    /// Teacher-forced pass over the whole target at once (causal mask): logits
-    /// `[batch, tgt_len, vocab]` and the reported cross-attention `[batch, tgt_len, src_len]`.
-    pub fn forward_teacher(
+    /// Features `[.., d]` to vocabulary logits.
+    pub fn logits<const D: usize>(&self, features: Tensor<D>) -> Tensor<D> {
+        self.output_layer().logits(features)
+    }
+
+    /// Teacher-forced pass over the whole target at once (causal mask): the decoder's features
+    /// `[batch, tgt_len, d]` (before the output projection) and the reported cross-attention
+    /// `[batch, tgt_len, src_len]`.
+    pub fn teacher_hidden(
         &self,
         src: Tensor<2, Int>,
         src_pad: Tensor<2, Bool>,
         tgt_in: Tensor<2, Int>,
     ) -> (Tensor<3>, Tensor<3>) {
         let mut state = self.start(src, src_pad);
-        let (features, attn) = self.decode(&mut state, tgt_in);
+        self.decode(&mut state, tgt_in)
+    }
+
+    /// [`TransformerSeq2Seq::teacher_hidden`] through the output projection: logits
+    /// `[batch, tgt_len, vocab]` and the reported cross-attention.
+    pub fn forward_teacher(
+        &self,
+        src: Tensor<2, Int>,
+        src_pad: Tensor<2, Bool>,
+        tgt_in: Tensor<2, Int>,
+    ) -> (Tensor<3>, Tensor<3>) {
+        let (features, attn) = self.teacher_hidden(src, src_pad, tgt_in);
         (self.logits(features), attn)
     }
 
