@@ -18,32 +18,27 @@ pub struct Decoder<'a> {
 }
 
 /// Incremental state of all live rows.
+pub struct DecodeState {
+    /// The sentence (index into `start`'s sources) each row decodes. When a reorder leaves it
+    /// unchanged, the encoder-side state needs no copying.
+    sentence_of_row: Vec<usize>,
+    /// Padded source length.
+    src_len: usize,
+    model: ModelState,
+}
+
 // One value per search call, mostly tensor handles: variant sizes do not matter.
 #[allow(clippy::large_enum_variant)]
-pub enum DecodeState {
+enum ModelState {
     Rnn {
         enc: EncCtx,
         dec: DecState,
-        src_len: usize,
     },
     /// Per layer: the self-attention KV cache of the prefix and the cross-attention K/V of the
     /// encoder output.
-    Transformer {
-        state: TransformerState,
-        src_len: usize,
-    },
+    Transformer(TransformerState),
     /// The attention memory and, per decoder layer, the last `kernel - 1` convolution inputs.
-    ConvS2S { state: ConvS2SState, src_len: usize },
-}
-
-impl DecodeState {
-    fn src_len(&self) -> usize {
-        match self {
-            DecodeState::Rnn { src_len, .. }
-            | DecodeState::Transformer { src_len, .. }
-            | DecodeState::ConvS2S { src_len, .. } => *src_len,
-        }
-    }
+    ConvS2S(ConvS2SState),
 }
 
 fn to_host(t: Tensor<2>) -> Vec<f32> {
@@ -65,27 +60,26 @@ impl StepModel for Decoder<'_> {
             .collect();
         let src = PaddedIds::new(&rows, self.pad_id, &self.device);
         let src_len = src.ids.dims()[1];
-        match self.model {
+        let model = match self.model {
             Seq2SeqModel::Rnn(m) => {
                 let (enc, dec) = m.encode(src.ids, src.pad);
-                DecodeState::Rnn { enc, dec, src_len }
+                ModelState::Rnn { enc, dec }
             }
-            Seq2SeqModel::Transformer(m) => DecodeState::Transformer {
-                state: m.start(src.ids, src.pad),
-                src_len,
-            },
-            Seq2SeqModel::ConvS2S(m) => DecodeState::ConvS2S {
-                state: m.start(src.ids, src.pad),
-                src_len,
-            },
+            Seq2SeqModel::Transformer(m) => ModelState::Transformer(m.start(src.ids, src.pad)),
+            Seq2SeqModel::ConvS2S(m) => ModelState::ConvS2S(m.start(src.ids, src.pad)),
+        };
+        DecodeState {
+            sentence_of_row: (0..sources.len()).collect(),
+            src_len,
+            model,
         }
     }
 
     fn step(&self, state: &mut DecodeState, last_tokens: &[u32]) -> StepOutput {
         let tokens = ids_1d(last_tokens, &self.device);
-        let src_len = state.src_len();
-        let (logits, attn) = match (self.model, state) {
-            (Seq2SeqModel::Rnn(m), DecodeState::Rnn { enc, dec, .. }) => {
+        let src_len = state.src_len;
+        let (logits, attn) = match (self.model, &mut state.model) {
+            (Seq2SeqModel::Rnn(m), ModelState::Rnn { enc, dec }) => {
                 let (emb, proj) = m.embed_step(tokens);
                 let prev = std::mem::replace(
                     dec,
@@ -98,11 +92,11 @@ impl StepModel for Decoder<'_> {
                 *dec = next;
                 (m.logits(features), attn)
             }
-            (Seq2SeqModel::Transformer(m), DecodeState::Transformer { state, .. }) => {
+            (Seq2SeqModel::Transformer(m), ModelState::Transformer(state)) => {
                 let (logits, attn) = m.step(state, tokens);
                 (logits, Some(attn))
             }
-            (Seq2SeqModel::ConvS2S(m), DecodeState::ConvS2S { state, .. }) => {
+            (Seq2SeqModel::ConvS2S(m), ModelState::ConvS2S(state)) => {
                 let (logits, attn) = m.step(state, tokens);
                 (logits, Some(attn))
             }
@@ -121,11 +115,20 @@ impl StepModel for Decoder<'_> {
     }
 
     fn reorder(&self, state: &mut DecodeState, indices: &[usize]) {
+        let sentence_of_row: Vec<usize> =
+            indices.iter().map(|&i| state.sentence_of_row[i]).collect();
+        // Rows of one sentence share its encoder-side state, so it only moves when some row now
+        // decodes a different sentence (beams fanning out at the first step, finished sentences
+        // dropping out).
+        let source_side = sentence_of_row != state.sentence_of_row;
+        state.sentence_of_row = sentence_of_row;
         let idx: Vec<u32> = indices.iter().map(|&i| i as u32).collect();
         let idx = ids_1d(&idx, &self.device);
-        match state {
-            DecodeState::Rnn { enc, dec, .. } => {
-                *enc = enc.select_rows(&idx);
+        match &mut state.model {
+            ModelState::Rnn { enc, dec } => {
+                if source_side {
+                    *enc = enc.select_rows(&idx);
+                }
                 let prev = std::mem::replace(
                     dec,
                     DecState {
@@ -135,8 +138,8 @@ impl StepModel for Decoder<'_> {
                 );
                 *dec = prev.select_rows(&idx);
             }
-            DecodeState::Transformer { state, .. } => *state = state.select_rows(&idx),
-            DecodeState::ConvS2S { state, .. } => *state = state.select_rows(&idx),
+            ModelState::Transformer(s) => *s = s.select_rows(&idx, source_side),
+            ModelState::ConvS2S(s) => *s = s.select_rows(&idx, source_side),
         }
     }
 }

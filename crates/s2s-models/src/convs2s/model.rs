@@ -23,9 +23,15 @@ pub struct ConvS2SState {
 }
 
 impl ConvS2SState {
-    pub fn select_rows(&self, idx: &Tensor<1, Int>) -> ConvS2SState {
+    /// Row `i` becomes row `idx[i]`. With `source_side = false` the attention memory is kept as
+    /// it is: right when every row still decodes the same sentence.
+    pub fn select_rows(&self, idx: &Tensor<1, Int>, source_side: bool) -> ConvS2SState {
         ConvS2SState {
-            memory: self.memory.select_rows(idx),
+            memory: if source_side {
+                self.memory.select_rows(idx)
+            } else {
+                self.memory.clone()
+            },
             buffers: self
                 .buffers
                 .iter()

@@ -29,10 +29,21 @@ pub struct TransformerState {
 }
 
 impl TransformerState {
-    pub fn select_rows(&self, idx: &Tensor<1, Int>) -> TransformerState {
+    /// Row `i` becomes row `idx[i]`. With `source_side = false` the encoder-side tensors (cross
+    /// K/V, source padding) are kept as they are: right when every row still decodes the same
+    /// sentence, and the bulk of what a beam step would otherwise copy.
+    pub fn select_rows(&self, idx: &Tensor<1, Int>, source_side: bool) -> TransformerState {
+        let (cross, src_pad) = if source_side {
+            (
+                self.cross.iter().map(|kv| kv.select_rows(idx)).collect(),
+                self.src_pad.clone().select(0, idx.clone()),
+            )
+        } else {
+            (self.cross.clone(), self.src_pad.clone())
+        };
         TransformerState {
-            cross: self.cross.iter().map(|kv| kv.select_rows(idx)).collect(),
-            src_pad: self.src_pad.clone().select(0, idx.clone()),
+            cross,
+            src_pad,
             past: self
                 .past
                 .as_ref()
