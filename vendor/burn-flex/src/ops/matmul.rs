@@ -7,6 +7,7 @@
 
 use alloc::vec;
 use alloc::vec::Vec;
+use core::mem::MaybeUninit;
 use burn_backend::{DType, Element};
 use burn_std::{Bytes, Shape, bf16, f16};
 
@@ -261,8 +262,10 @@ fn matmul_2d_strided<T: GemmScalar>(lhs: FlexTensor, rhs: FlexTensor) -> FlexTen
     let rhs_ptr = unsafe { rhs_data.as_ptr().add(rhs.layout().start_offset()) };
 
     let out_shape = Shape::from(vec![m, n]);
-    let mut output = FlexTensor::empty(out_shape, T::dtype());
-    let out_data: &mut [T] = output.storage_mut();
+    if k == 0 {
+        return FlexTensor::empty(out_shape, T::dtype());
+    }
+    let mut out_data = uninit_buffer::<T>(checked_size(m, n));
 
     let parallelism = get_parallelism(m, n, k);
 
@@ -271,7 +274,7 @@ fn matmul_2d_strided<T: GemmScalar>(lhs: FlexTensor, rhs: FlexTensor) -> FlexTen
             m,
             n,
             k,
-            out_data.as_mut_ptr(),
+            out_data.as_mut_ptr() as *mut T,
             1,
             n as isize,
             lhs_ptr,
@@ -284,7 +287,28 @@ fn matmul_2d_strided<T: GemmScalar>(lhs: FlexTensor, rhs: FlexTensor) -> FlexTen
         );
     }
 
-    output
+    // SAFETY: gemm wrote all m x n elements (k > 0, read_dst = false).
+    let out_data = unsafe { assume_init(out_data) };
+    FlexTensor::new(Bytes::from_elems(out_data), Layout::contiguous(out_shape), T::dtype())
+}
+
+/// s2s patch: an output buffer for gemm, which writes every element (`read_dst = false`) when
+/// `k > 0`. Unlike `FlexTensor::empty` it is not zeroed first: for a logits-sized product that
+/// zeroing was a whole extra pass over memory, and with heap blocks reused it is a real `memset`.
+fn uninit_buffer<T>(len: usize) -> Vec<MaybeUninit<T>> {
+    let mut v = Vec::with_capacity(len);
+    // SAFETY: `MaybeUninit` needs no initialisation, and the capacity is `len`.
+    unsafe { v.set_len(len) };
+    v
+}
+
+/// # Safety
+/// Every element of `v` has been written.
+unsafe fn assume_init<T>(v: Vec<MaybeUninit<T>>) -> Vec<T> {
+    let mut v = core::mem::ManuallyDrop::new(v);
+    // SAFETY: same allocation, length and capacity; `MaybeUninit<T>` has `T`'s layout, and the
+    // caller guarantees initialisation.
+    unsafe { Vec::from_raw_parts(v.as_mut_ptr() as *mut T, v.len(), v.capacity()) }
 }
 
 /// Strided gemm call for one matrix. Wraps `gemm::gemm` with GemmScalar zero/one.
@@ -364,13 +388,16 @@ fn matmul_batched_gemm<T: GemmScalar>(lhs: FlexTensor, rhs: FlexTensor) -> FlexT
     out_dims.push(n);
     let out_shape = Shape::from(out_dims);
 
-    let mut output = FlexTensor::empty(out_shape, T::dtype());
+    if k == 0 || batch_size == 0 {
+        return FlexTensor::empty(out_shape, T::dtype());
+    }
+    let mut out_buffer = uninit_buffer::<T>(checked_size(batch_size, out_matrix_size));
 
     let lhs_data: &[T] = lhs.storage();
     let rhs_data: &[T] = rhs.storage();
     let lhs_start = lhs.layout().start_offset() as isize;
     let rhs_start = rhs.layout().start_offset() as isize;
-    let out_data: &mut [T] = output.storage_mut();
+    let out_data: &mut [MaybeUninit<T>] = &mut out_buffer;
 
     let per_matrix_ops = m.saturating_mul(n).saturating_mul(k);
 
@@ -409,7 +436,7 @@ fn matmul_batched_gemm<T: GemmScalar>(lhs: FlexTensor, rhs: FlexTensor) -> FlexT
         if per_matrix_ops >= PARALLEL_THRESHOLD && !prefer_batch_parallel {
             let parallelism = gemm::Parallelism::Rayon(0);
             for b in 0..batch_size {
-                run_one(out_data[b * out_matrix_size..].as_mut_ptr(), b, parallelism);
+                run_one(out_data[b * out_matrix_size..].as_mut_ptr() as *mut T, b, parallelism);
             }
         } else if total_ops >= BATCH_PARALLEL_THRESHOLD && batch_size > 1 {
             use rayon::prelude::*;
@@ -418,12 +445,12 @@ fn matmul_batched_gemm<T: GemmScalar>(lhs: FlexTensor, rhs: FlexTensor) -> FlexT
                 .par_chunks_mut(out_matrix_size)
                 .enumerate()
                 .for_each(|(b, out_chunk)| {
-                    run_one(out_chunk.as_mut_ptr(), b, gemm::Parallelism::None);
+                    run_one(out_chunk.as_mut_ptr() as *mut T, b, gemm::Parallelism::None);
                 });
         } else {
             for b in 0..batch_size {
                 run_one(
-                    out_data[b * out_matrix_size..].as_mut_ptr(),
+                    out_data[b * out_matrix_size..].as_mut_ptr() as *mut T,
                     b,
                     gemm::Parallelism::None,
                 );
@@ -436,14 +463,16 @@ fn matmul_batched_gemm<T: GemmScalar>(lhs: FlexTensor, rhs: FlexTensor) -> FlexT
         let _ = per_matrix_ops;
         for b in 0..batch_size {
             run_one(
-                out_data[b * out_matrix_size..].as_mut_ptr(),
+                out_data[b * out_matrix_size..].as_mut_ptr() as *mut T,
                 b,
                 gemm::Parallelism::None,
             );
         }
     }
 
-    output
+    // SAFETY: every batch's m x n block was written by gemm (k > 0, read_dst = false).
+    let out_data = unsafe { assume_init(out_buffer) };
+    FlexTensor::new(Bytes::from_elems(out_data), Layout::contiguous(out_shape), T::dtype())
 }
 
 // ============================================================================
