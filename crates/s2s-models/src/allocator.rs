@@ -7,7 +7,7 @@
 //! times, so every step paid ~16k page faults plus the kernel's zeroing of each page: 17% of a
 //! Transformer training step in a `perf` profile. Serving large blocks from the heap and never
 //! trimming it lets freed buffers be reused at the cost of keeping the peak resident
-//! (`s2s bench`: Transformer training step ~15% faster, peak memory ~8% higher; docs/performance.md).
+//! (`s2s bench`: training steps 8-28% faster, peak memory ~7% higher; docs/performance.md).
 
 /// Applies the policy; call once, first thing in `main`, before other threads exist. A no-op
 /// outside glibc.

@@ -74,7 +74,7 @@ impl Seq2SeqModel {
     }
 
     /// Teacher-forced decoder output just before the vocabulary projection,
-    /// `[batch, tgt_len, hidden]` (see [`rnn::RnnSeq2Seq::forward_teacher`]).
+    /// `[batch, tgt_len, hidden]` (see [`rnn::RnnSeq2Seq::teacher_hidden`]).
     ///
     /// `feed_gold` (scheduled sampling) applies to the recurrent models only. The Transformer and
     /// ConvS2S always use full teacher forcing, the whole target in one parallel pass, and ignore

@@ -136,7 +136,7 @@ fn teacher_forced_attention_is_a_distribution_over_real_source_positions() {
         .collect();
     let tgt: Tensor<2, Int> =
         Tensor::from_data(TensorData::new(flat, [tgts.len(), len]), &device());
-    let (_, attn) = m.forward_teacher(src.ids, src.pad, tgt);
+    let (_, attn) = m.teacher_hidden(src.ids, src.pad, tgt);
     let [b, t, s] = attn.dims();
     let a: Vec<f32> = attn.into_data().try_into_vec::<f32>().unwrap();
     for (r, src) in srcs.iter().enumerate() {

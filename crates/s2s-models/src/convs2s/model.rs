@@ -102,18 +102,6 @@ impl ConvS2S {
         (hidden, self.report(attns))
     }
 
-    /// [`ConvS2S::teacher_hidden`] through the output projection: logits
-    /// `[batch, tgt_len, vocab]` and the reported attention.
-    pub fn forward_teacher(
-        &self,
-        src: Tensor<2, Int>,
-        src_pad: Tensor<2, Bool>,
-        tgt_in: Tensor<2, Int>,
-    ) -> (Tensor<3>, Tensor<3>) {
-        let (hidden, attn) = self.teacher_hidden(src, src_pad, tgt_in);
-        (self.decoder.output.forward(hidden), attn)
-    }
-
     /// The vocabulary projection.
     pub fn output_layer(&self) -> OutputLayer {
         OutputLayer::of_linear(&self.decoder.output)

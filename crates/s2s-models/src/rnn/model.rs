@@ -500,17 +500,4 @@ impl RnnSeq2Seq {
         let features: Tensor<3> = Tensor::stack(features, 1);
         (self.pre_output(features), attns)
     }
-
-    /// [`RnnSeq2Seq::teacher_hidden`] through the output projection: logits
-    /// `[batch, tgt_len, vocab]` and the attention weights of every step.
-    pub fn forward_teacher(
-        &self,
-        src: Tensor<2, Int>,
-        src_pad: Tensor<2, Bool>,
-        tgt_in: Tensor<2, Int>,
-        feed_gold: Option<&mut dyn FnMut(usize) -> Tensor<1, Bool>>,
-    ) -> (Tensor<3>, Vec<Tensor<2>>) {
-        let (hidden, attns) = self.teacher_hidden(src, src_pad, tgt_in, feed_gold);
-        (self.output_layer().logits(hidden), attns)
-    }
 }

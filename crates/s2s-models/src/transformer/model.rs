@@ -215,18 +215,6 @@ impl TransformerSeq2Seq {
         self.decode(&mut state, tgt_in)
     }
 
-    /// [`TransformerSeq2Seq::teacher_hidden`] through the output projection: logits
-    /// `[batch, tgt_len, vocab]` and the reported cross-attention.
-    pub fn forward_teacher(
-        &self,
-        src: Tensor<2, Int>,
-        src_pad: Tensor<2, Bool>,
-        tgt_in: Tensor<2, Int>,
-    ) -> (Tensor<3>, Tensor<3>) {
-        let (features, attn) = self.teacher_hidden(src, src_pad, tgt_in);
-        (self.logits(features), attn)
-    }
-
     /// One incremental step: `tokens: [rows]` are the previous tokens. Returns the logits
     /// `[rows, vocab]` and the reported attention `[rows, src_len]`.
     pub fn step(
