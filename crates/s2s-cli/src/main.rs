@@ -32,6 +32,8 @@ enum Command {
     Eval(cmd::eval::EvalArgs),
     /// Start the HTTP API and the web page (with attention heatmaps) for a trained model.
     Serve(cmd::serve::ServeArgs),
+    /// Average the weights of the last N checkpoints into a new MODEL_DIR (train with --keep-last N).
+    Average(cmd::average::AverageArgs),
     /// Draw training curves (loss, validation BLEU, learning rate) from metrics.jsonl as SVG.
     Plot(cmd::plot::PlotArgs),
     /// Measure training and decoding throughput and peak memory on fixed shapes.
@@ -50,6 +52,7 @@ fn main() {
         Command::Translate(args) => cmd::translate::run(args),
         Command::Eval(args) => cmd::eval::run(args),
         Command::Serve(args) => cmd::serve::run(args),
+        Command::Average(args) => cmd::average::run(args),
         Command::Plot(args) => cmd::plot::run(args),
         Command::Bench(args) => cmd::bench::run(args),
         Command::Data(args) => cmd::data::run(args),

@@ -57,19 +57,7 @@ fn sigkill_at_random_moments_never_loses_the_last_complete_checkpoint() {
     let o = run(resume_cmd(&data, &out, &["--max-steps", &target]));
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(checkpoint_step(&out.join("checkpoint")), last_step + 3);
-    let mut c = s2s();
-    c.arg("translate").arg("--model").arg(&out);
-    let o = c
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .and_then(|mut ch| {
-            use std::io::Write;
-            ch.stdin.take().unwrap().write_all(b"1 2 3\n4 5\n")?;
-            ch.wait_with_output()
-        })
-        .unwrap();
+    let o = translate_stdin(&out, b"1 2 3\n4 5\n");
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(String::from_utf8_lossy(&o.stdout).lines().count(), 2);
     eprintln!("{kills} kills in {:.1} s", started.elapsed().as_secs_f64());

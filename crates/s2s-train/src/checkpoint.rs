@@ -65,6 +65,18 @@ fn step_of(state_json: &[u8]) -> Option<usize> {
         .map(|s| s.step)
 }
 
+/// The step a checkpoint directory was written at (from its `state.json`).
+pub fn step_in(dir: &Path) -> Result<usize, TrainError> {
+    let path = dir.join(STATE);
+    let bytes = fs::read(&path).map_err(|e| TrainError::io(&path, e))?;
+    step_of(&bytes).ok_or_else(|| {
+        TrainError::Corrupt(format!(
+            "{} is not a trainer state; restore the checkpoint directory from a backup",
+            path.display()
+        ))
+    })
+}
+
 fn remove_dir(dir: &Path) -> Result<(), TrainError> {
     fs::remove_dir_all(dir).map_err(|e| TrainError::io(dir, e))
 }

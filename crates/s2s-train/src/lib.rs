@@ -13,6 +13,7 @@
 //! averages their gradients on the first, as burn-train's `MultiDeviceOptim::OptimMainDevice`
 //! does; see `docs/scaling.md`.
 
+pub mod average;
 pub mod bench;
 pub mod checkpoint;
 pub mod config;

@@ -1,4 +1,5 @@
 //! One module per subcommand.
+pub mod average;
 pub mod bench;
 pub mod data;
 pub mod eval;

@@ -105,6 +105,22 @@ pub fn run(mut c: Command) -> Output {
     c.stdin(Stdio::null()).output().unwrap()
 }
 
+/// `s2s translate --model MODEL` with `input` on stdin.
+pub fn translate_stdin(model: &Path, input: &[u8]) -> Output {
+    let mut c = s2s();
+    c.arg("translate").arg("--model").arg(model);
+    c.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .and_then(|mut ch| {
+            use std::io::Write;
+            ch.stdin.take().unwrap().write_all(input)?;
+            ch.wait_with_output()
+        })
+        .unwrap()
+}
+
 pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
