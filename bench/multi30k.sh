@@ -18,12 +18,15 @@ usage: bench/multi30k.sh [options]
   --minutes M         train every model for M minutes instead (overrides --scale)
   --slice N           smoke run: first N training sentences, first max(20, N/5) of val and test
   --tiny              train the -tiny variant of each preset (with the config's [train] options)
+  --average N         also keep the last N checkpoints (train --keep-last N), average them with
+                      `s2s average` and score that model as a second row, MODEL+avgN
   --configs DIR       config folder (default: configs/multi30k next to this script)
   -h, --help          this text
 
 Writes OUT/results.md (the table), OUT/results.jsonl (one JSON object per model), OUT/curves/
 MODEL.svg (validation BLEU and loss against minutes), OUT/models/MODEL (MODEL_DIRs), OUT/hyp/
 (translations) and OUT/logs/. Rows of models run earlier into the same OUT are kept.
+RAYON_NUM_THREADS=K in the environment limits each run to K threads (rows trained side by side).
 EOF
 }
 
@@ -36,6 +39,7 @@ scale="1"
 minutes=""
 slice=""
 tiny=0
+average=""
 configs="$here/../configs/multi30k"
 
 while [[ $# -gt 0 ]]; do
@@ -48,6 +52,7 @@ while [[ $# -gt 0 ]]; do
         --minutes) minutes="$2"; shift 2 ;;
         --slice) slice="$2"; shift 2 ;;
         --tiny) tiny=1; shift ;;
+        --average) average="$2"; shift 2 ;;
         --configs) configs="$2"; shift 2 ;;
         -h|--help) usage; exit 0 ;;
         *) echo "multi30k.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
@@ -62,6 +67,7 @@ if [[ -z "$s2s" ]]; then
 fi
 [[ -x "$s2s" ]] || command -v "$s2s" >/dev/null || die "--s2s $s2s is not an executable"
 [[ -z "$slice" || "$slice" =~ ^[1-9][0-9]*$ ]] || die "--slice wants a positive number of sentences, got '$slice'"
+[[ -z "$average" || "$average" =~ ^[1-9][0-9]*$ ]] || die "--average wants a positive number of checkpoints, got '$average'"
 
 # The base budget in minutes of each model, and its preset (for --tiny).
 budget() { case "$1" in transformer) echo 45 ;; lstm|gru-cho|rnnsearch|convs2s) echo 60 ;; *) return 1 ;; esac; }
@@ -76,6 +82,7 @@ runner_cmd="bench/multi30k.sh --models \"$models\""
 [[ "$scale" != "1" && -z "$minutes" ]] && runner_cmd+=" --scale $scale"
 [[ -n "$slice" ]] && runner_cmd+=" --slice $slice"
 [[ "$tiny" == 1 ]] && runner_cmd+=" --tiny"
+[[ -n "$average" ]] && runner_cmd+=" --average $average"
 
 # 1. The corpus, verified by sha256.
 raw="$out/data/raw"
@@ -115,6 +122,41 @@ fi
 bleu_of() { grep -o '"score": *[0-9.eE+-]*' "$1" | head -n 1 | sed 's/.*: *//'; }
 
 today="$(date -u +%Y-%m-%d)"
+threads="${RAYON_NUM_THREADS:-all}"
+
+# Translates test2016 with MODEL_DIR (greedy, then beam 5), scores both and writes the row NAME:
+# rows/NAME.md (the table's line) and rows/NAME.json.
+# Uses: params, train_min, mins and cmd of the model being run.
+decode_and_score() {
+    local name="$1" dir="$2" search hyp d0 d1
+    local -A score=()
+    for search in greedy beam5; do
+        hyp="$out/hyp/$name.$search.en"
+        if [[ "$search" == greedy ]]; then
+            s_args=(--search greedy)
+        else
+            s_args=(--search beam --beam 5)
+        fi
+        d0=$(date +%s.%N)
+        "$s2s" translate --model "$dir" --input "$corpus/test2016.de" --output "$hyp" "${s_args[@]}"
+        d1=$(date +%s.%N)
+        score[$search.decode_sec]=$(awk -v a="$d0" -v b="$d1" 'BEGIN { printf "%.1f", b - a }')
+        "$s2s" eval --hyp "$hyp" --ref "$corpus/test2016.en" --metrics bleu --json >"$hyp.sacrebleu.json"
+        "$s2s" eval --hyp "$hyp" --ref "$corpus/test2016.en" --metrics bleu --tokenize 13a --lowercase --json >"$hyp.lc.json"
+        score[$search.sacre]=$(bleu_of "$hyp.sacrebleu.json")
+        score[$search.lc]=$(bleu_of "$hyp.lc.json")
+    done
+    printf '| %s | %s | %s | %s | %s | %s | %s | `%s` | %s |\n' \
+        "$name" "$params" "$train_min" \
+        "${score[greedy.sacre]}" "${score[greedy.lc]}" "${score[beam5.sacre]}" "${score[beam5.lc]}" \
+        "$cmd" "$today" >"$out/rows/$name.md"
+    printf '{"model": "%s", "parameters": %s, "train_minutes": %s, "budget_minutes": %s, "threads": "%s", "greedy": {"sacrebleu": %s, "bleu_lc_13a": %s, "decode_sec": %s}, "beam5": {"sacrebleu": %s, "bleu_lc_13a": %s, "decode_sec": %s}, "date": "%s", "slice": %s}\n' \
+        "$name" "$params" "$train_min" "$mins" "$threads" \
+        "${score[greedy.sacre]}" "${score[greedy.lc]}" "${score[greedy.decode_sec]}" \
+        "${score[beam5.sacre]}" "${score[beam5.lc]}" "${score[beam5.decode_sec]}" \
+        "$today" "${slice:-null}" >"$out/rows/$name.json"
+}
+
 for m in $models; do
     model_dir="$out/models/$m"
     if [[ -n "$minutes" ]]; then
@@ -131,6 +173,7 @@ for m in $models; do
         { echo "arch = \"${arch%-small}-tiny\""; echo; sed -n '/^\[train\]/,$p' "$configs/$m.toml"; } >"$config"
     fi
     train_args=(train --data "$prepared" --config "$config" --out "$model_dir" --max-minutes "$mins" --force)
+    [[ -n "$average" ]] && train_args+=(--keep-last "$average")
     echo "== $m: s2s ${train_args[*]}" >&2
     t0=$(date +%s.%N)
     "$s2s" "${train_args[@]}" | tee "$out/logs/$m.train.log"
@@ -138,38 +181,24 @@ for m in $models; do
     train_min=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", (b - a) / 60 }')
     params=$(grep -o '"parameters": *[0-9]*' "$model_dir/model.json" | sed 's/.*: *//')
 
-    declare -A score=()
-    for search in greedy beam5; do
-        hyp="$out/hyp/$m.$search.en"
-        if [[ "$search" == greedy ]]; then
-            s_args=(--search greedy)
-        else
-            s_args=(--search beam --beam 5)
-        fi
-        d0=$(date +%s.%N)
-        "$s2s" translate --model "$model_dir" --input "$corpus/test2016.de" --output "$hyp" "${s_args[@]}"
-        d1=$(date +%s.%N)
-        score[$search.decode_sec]=$(awk -v a="$d0" -v b="$d1" 'BEGIN { printf "%.1f", b - a }')
-        "$s2s" eval --hyp "$hyp" --ref "$corpus/test2016.en" --metrics bleu --json >"$hyp.sacrebleu.json"
-        "$s2s" eval --hyp "$hyp" --ref "$corpus/test2016.en" --metrics bleu --tokenize 13a --lowercase --json >"$hyp.lc.json"
-        score[$search.sacre]=$(bleu_of "$hyp.sacrebleu.json")
-        score[$search.lc]=$(bleu_of "$hyp.lc.json")
-    done
-
     "$s2s" plot "$model_dir" --out "$out/models/$m/plots" >/dev/null
     cp "$out/models/$m/plots/curves.svg" "$out/curves/$m.svg"
 
     cmd="s2s ${train_args[*]}"
-    printf '| %s | %s | %s | %s | %s | %s | %s | `%s` | %s |\n' \
-        "$m" "$params" "$train_min" \
-        "${score[greedy.sacre]}" "${score[greedy.lc]}" "${score[beam5.sacre]}" "${score[beam5.lc]}" \
-        "$cmd" "$today" >"$out/rows/$m.md"
-    printf '{"model": "%s", "parameters": %s, "train_minutes": %s, "budget_minutes": %s, "greedy": {"sacrebleu": %s, "bleu_lc_13a": %s, "decode_sec": %s}, "beam5": {"sacrebleu": %s, "bleu_lc_13a": %s, "decode_sec": %s}, "date": "%s", "slice": %s}\n' \
-        "$m" "$params" "$train_min" "$mins" \
-        "${score[greedy.sacre]}" "${score[greedy.lc]}" "${score[greedy.decode_sec]}" \
-        "${score[beam5.sacre]}" "${score[beam5.lc]}" "${score[beam5.decode_sec]}" \
-        "$today" "${slice:-null}" >"$out/rows/$m.json"
-    unset score
+    [[ -n "${RAYON_NUM_THREADS:-}" ]] && cmd="RAYON_NUM_THREADS=$RAYON_NUM_THREADS $cmd"
+    decode_and_score "$m" "$model_dir"
+    if [[ -n "$average" ]]; then
+        # A short run may have kept fewer checkpoints than asked for: average what is there.
+        kept=1
+        if [[ -d "$model_dir/checkpoints" ]]; then
+            kept=$(( 1 + $(find "$model_dir/checkpoints" -mindepth 1 -maxdepth 1 -name 'step-*' | wc -l) ))
+        fi
+        n=$(( kept < average ? kept : average ))
+        avg_dir="$out/models/$m+avg$average"
+        "$s2s" average --model "$model_dir" --last "$n" --out "$avg_dir" --force
+        cmd+="; s2s average --model $model_dir --last $n --out $avg_dir"
+        decode_and_score "$m+avg$average" "$avg_dir"
+    fi
 done
 
 # 3. The table, from every model run into this OUT so far.
@@ -187,7 +216,9 @@ done
     echo "| model | parameters | train min | greedy sacreBLEU | greedy BLEU lc-tok | beam-5 sacreBLEU | beam-5 BLEU lc-tok | command | date |"
     echo "|---|---:|---:|---:|---:|---:|---:|---|---|"
     for m in lstm gru-cho rnnsearch convs2s transformer; do
-        if [[ -f "$out/rows/$m.md" ]]; then cat "$out/rows/$m.md"; fi
+        for row in "$out/rows/$m.md" "$out/rows/$m+avg"*.md; do
+            if [[ -f "$row" ]]; then cat "$row"; fi
+        done
     done
 } >"$out/results.md"
 cat "$out"/rows/*.json >"$out/results.jsonl"

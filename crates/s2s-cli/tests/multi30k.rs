@@ -76,7 +76,7 @@ fn the_runner_writes_the_table_and_the_curves() {
         .args(["--from", shared.to_str().unwrap()])
         .args(["--out", out.to_str().unwrap()])
         .args(["--models", "transformer", "--tiny", "--slice", "300"])
-        .args(["--minutes", "0.25"])
+        .args(["--minutes", "0.25", "--average", "2"])
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&o.stderr);
@@ -92,9 +92,19 @@ fn the_runner_writes_the_table_and_the_curves() {
     assert_eq!(header.matches('|').count(), 10, "{header}");
     let rows: Vec<&str> = table
         .lines()
-        .filter(|l| l.starts_with("| transformer"))
+        .filter(|l| l.starts_with("| transformer |"))
         .collect();
     assert_eq!(rows.len(), 1, "{table}");
+    // --average 2: a second row for the averaged checkpoints (a 15-second run keeps only the
+    // final one, so it averages what is there).
+    let averaged = table
+        .lines()
+        .find(|l| l.starts_with("| transformer+avg2 |"))
+        .unwrap_or_else(|| panic!("no averaged row:\n{table}"));
+    assert!(
+        averaged.contains("s2s average --model") && averaged.contains("--last 1"),
+        "{averaged}"
+    );
     let cells: Vec<&str> = rows[0]
         .trim_matches('|')
         .split(" | ")
@@ -121,8 +131,15 @@ fn the_runner_writes_the_table_and_the_curves() {
 
     // The machine-readable copy agrees with the table.
     let jsonl = std::fs::read_to_string(out.join("results.jsonl")).unwrap();
-    let rec: serde_json::Value = serde_json::from_str(jsonl.lines().next().unwrap()).unwrap();
-    assert_eq!(rec["model"], "transformer");
+    let records: Vec<serde_json::Value> = jsonl
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(records.len(), 2, "{jsonl}");
+    let rec = records
+        .iter()
+        .find(|r| r["model"] == "transformer")
+        .expect("the transformer record");
     assert_eq!(rec["parameters"].as_f64(), Some(params));
     assert_eq!(rec["greedy"]["sacrebleu"].as_f64(), Some(number(cells[3])));
     assert_eq!(rec["beam5"]["bleu_lc_13a"].as_f64(), Some(number(cells[6])));
@@ -141,9 +158,11 @@ fn the_runner_writes_the_table_and_the_curves() {
     assert!(svg.starts_with("<svg"), "{}", &svg[..svg.len().min(100)]);
     assert!(svg.contains("validation BLEU") && svg.contains("minutes"));
     // Translations of the whole test slice (max(20, 300 / 5) = 60 sentences).
-    for search in ["greedy", "beam5"] {
-        let hyp =
-            std::fs::read_to_string(out.join(format!("hyp/transformer.{search}.en"))).unwrap();
-        assert_eq!(hyp.lines().count(), 60, "{search}");
+    for name in ["transformer", "transformer+avg2"] {
+        for search in ["greedy", "beam5"] {
+            let hyp = std::fs::read_to_string(out.join(format!("hyp/{name}.{search}.en"))).unwrap();
+            assert_eq!(hyp.lines().count(), 60, "{name} {search}");
+        }
     }
+    assert!(out.join("models/transformer+avg2/average.json").exists());
 }
