@@ -42,7 +42,6 @@ pub fn newest_checkpoints(
     let mut all: BTreeMap<usize, PathBuf> = checkpoint::archived(model_dir).into_iter().collect();
     let current = model_dir.join("checkpoint");
     if current.join(checkpoint::MANIFEST).exists() {
-        checkpoint::verify(&current)?;
         all.insert(checkpoint::step_in(&current)?, current);
     }
     let found = all.len();
@@ -195,10 +194,7 @@ pub fn average_checkpoints(
         "averaged_from": model_dir.display().to_string(),
         "steps": steps,
     });
-    let path = out.join(AVERAGE_JSON);
-    let mut text = serde_json::to_string_pretty(&record).expect("record serialises");
-    text.push('\n');
-    s2s_data::atomic_write(&path, text.as_bytes()).map_err(|e| TrainError::io(&path, e))?;
+    model_dir::write_json(&out.join(AVERAGE_JSON), &record)?;
     Ok(Averaged {
         steps,
         out: out.to_path_buf(),

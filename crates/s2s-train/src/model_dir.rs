@@ -40,10 +40,14 @@ pub fn write_model_info(dir: &Path, run: &RunConfig, parameters: usize) -> Resul
         "src_vocab": run.src_vocab,
         "tgt_vocab": run.tgt_vocab,
     });
-    let path = dir.join(MODEL_JSON);
-    let mut text = serde_json::to_string_pretty(&info).expect("model info serialises");
+    write_json(&dir.join(MODEL_JSON), &info)
+}
+
+/// Writes `value` as pretty JSON with a final newline, atomically.
+pub fn write_json(path: &Path, value: &serde_json::Value) -> Result<(), TrainError> {
+    let mut text = serde_json::to_string_pretty(value).expect("a JSON value serialises");
     text.push('\n');
-    s2s_data::atomic_write(&path, text.as_bytes()).map_err(|e| TrainError::io(&path, e))
+    s2s_data::atomic_write(path, text.as_bytes()).map_err(|e| TrainError::io(path, e))
 }
 
 /// A trained model ready for inference.
