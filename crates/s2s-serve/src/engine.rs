@@ -68,6 +68,8 @@ pub struct Stats {
     pub batches: AtomicU64,
     /// Largest number of requests decoded together (one group of equal options).
     pub max_group_requests: AtomicU64,
+    /// Requests accepted but not yet taken by the worker (the queue's depth now).
+    pub queued: AtomicU64,
 }
 
 impl Stats {
@@ -78,6 +80,7 @@ impl Stats {
             "sentences": g(&self.sentences),
             "batches": g(&self.batches),
             "max_group_requests": g(&self.max_group_requests),
+            "queued": g(&self.queued),
         })
     }
 }
@@ -177,7 +180,13 @@ impl Engine {
         opts: SearchOptions,
     ) -> Result<oneshot::Receiver<Reply>, ApiError> {
         let (reply, rx) = oneshot::channel();
-        match self.tx.try_send(Job { texts, opts, reply }) {
+        // Counted before the send so that the worker's decrement can never come first.
+        self.stats.queued.fetch_add(1, Ordering::Relaxed);
+        let sent = self.tx.try_send(Job { texts, opts, reply });
+        if sent.is_err() {
+            self.stats.queued.fetch_sub(1, Ordering::Relaxed);
+        }
+        match sent {
             Ok(()) => Ok(rx),
             Err(TrySendError::Full(_)) => Err(ApiError::new(
                 503,
@@ -192,6 +201,7 @@ impl Engine {
 
 fn worker_loop(loaded: &LoadedModel, rx: &Receiver<Job>, cfg: &EngineConfig, stats: &Stats) {
     while let Ok(first) = rx.recv() {
+        stats.queued.fetch_sub(1, Ordering::Relaxed);
         let mut pending = first.texts.len();
         let mut jobs = vec![first];
         let deadline = Instant::now() + cfg.max_wait;
@@ -199,6 +209,7 @@ fn worker_loop(loaded: &LoadedModel, rx: &Receiver<Job>, cfg: &EngineConfig, sta
             let left = deadline.saturating_duration_since(Instant::now());
             match rx.recv_timeout(left) {
                 Ok(job) => {
+                    stats.queued.fetch_sub(1, Ordering::Relaxed);
                     pending += job.texts.len();
                     jobs.push(job);
                 }

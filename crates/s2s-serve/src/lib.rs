@@ -11,7 +11,7 @@
 //! | route | |
 //! |---|---|
 //! | `GET /` | the web page (HTML, with `/app.js` and `/style.css`) |
-//! | `GET /health` | `{"status": "ok", "model": {arch, src_vocab, tgt_vocab, params, ...}, "limits": {...}}` |
+//! | `GET /health` | `{"status": "ok", "model": {arch, src_vocab, tgt_vocab, params, ...}, "limits": {...}, "stats": {requests, sentences, batches, max_group_requests, queued}}` (`queued`: requests waiting for the worker now) |
 //! | `POST /v1/translate` | see [`api`] |
 //!
 //! Every error is `{"error": "..."}`: 400 malformed JSON, wrong types, unknown fields or options

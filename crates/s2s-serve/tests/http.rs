@@ -249,6 +249,20 @@ fn limits_413_and_422() {
     assert!(r.error().contains("5 sentences"));
 }
 
+/// Polls `GET /health` until the worker's counters satisfy `ok`; no fixed sleeps, so a fast or
+/// a slow machine sees the same sequence of states.
+fn wait_for_stats(addr: std::net::SocketAddr, what: &str, ok: impl Fn(&Value) -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let stats = get(addr, "/health").json()["stats"].clone();
+        if ok(&stats) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "waited 60 s for {what}: {stats}");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
 #[test]
 fn full_queue_gets_503() {
     let mut cfg = config();
@@ -261,14 +275,16 @@ fn full_queue_gets_503() {
     // A keeps the worker busy (128 sentences decoded one by one with beam 16)...
     let t0 = Instant::now();
     let a = std::thread::spawn(move || {
-        let text = vec!["1 2 3 4 5 6 7 8 9 0"; 128];
+        let text = vec!["1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0"; 128];
         let r = translate(addr, &json!({ "text": text, "beam": 16 }));
         (r, t0.elapsed())
     });
-    std::thread::sleep(Duration::from_millis(100));
+    wait_for_stats(addr, "the worker to take A", |s| {
+        s["requests"] == 1 && s["queued"] == 0
+    });
     // ...B waits in the queue of one...
     let b = std::thread::spawn(move || translate(addr, &json!({ "text": "1 2" })));
-    std::thread::sleep(Duration::from_millis(100));
+    wait_for_stats(addr, "B to be queued", |s| s["queued"] == 1);
     // ...so C finds it full.
     let c = translate(addr, &json!({ "text": "3 4" }));
     let c_at = t0.elapsed();
@@ -280,9 +296,10 @@ fn full_queue_gets_503() {
     assert_eq!(b.status, 200, "{}", b.body);
     assert_eq!(c.status, 503, "{}", c.body);
     assert!(c.error().contains("queue is full"));
-    // The server recovers once the burst is over.
+    // The server recovers once the burst is over, and the queue is empty again.
     let r = translate(addr, &json!({ "text": "1 2" }));
     assert_eq!(r.status, 200);
+    assert_eq!(get(addr, "/health").json()["stats"]["queued"], 0);
 }
 
 #[test]
