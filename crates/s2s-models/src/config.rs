@@ -138,6 +138,7 @@ fn rnn(cell: CellKind, emb: usize, hidden: usize, layers: usize) -> RnnConfig {
         context_mode: ContextMode::Init,
         bridge: Bridge::Last,
         readout_dim: 0,
+        reverse_source: false,
     }
 }
 

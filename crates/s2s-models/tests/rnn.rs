@@ -217,3 +217,63 @@ fn teacher_forcing_ratio_zero_and_one_take_different_paths() {
         "ratio 0 must feed the model's own predictions"
     );
 }
+
+/// `reverse_source` reads each sentence from its last token to its first: with the same weights,
+/// a sentence in a padded batch gets exactly the encoder states of its reversal read without the
+/// option (so padding is skipped, not read first), and its outputs stay at their tokens'
+/// positions (what attention sees).
+#[test]
+fn reverse_source_reads_each_sentence_backwards() {
+    let device = Device::flex();
+    let floats = |t: Tensor<2>| t.into_data().try_to_vec::<f32>().unwrap();
+    for name in ["rnn-lstm-tiny", "luong-tiny"] {
+        let ModelConfig::Rnn(plain_cfg) = preset(name).unwrap() else {
+            unreachable!()
+        };
+        let plain = match Seq2SeqModel::new(&ModelConfig::Rnn(plain_cfg), VOCAB, VOCAB, &device) {
+            Seq2SeqModel::Rnn(m) => m,
+            _ => unreachable!(),
+        };
+        // The same weights, read backwards.
+        let mut reversed = plain.clone();
+        reversed.cfg.reverse_source = true;
+        ModelConfig::Rnn(reversed.cfg.clone()).validate().unwrap();
+        let encode = |m: &RnnSeq2Seq, rows: &[Vec<u32>]| {
+            let src = PaddedIds::new(rows, 0, &device);
+            m.encode(src.ids, src.pad)
+        };
+        let (ctx_want, want) = encode(&plain, &[vec![3, 7, 6, 5]]);
+        let (_, forwards) = encode(&plain, &[vec![5, 6, 7, 3]]);
+        let (ctx_got, got) = encode(&reversed, &[vec![4, 5, 6, 7, 8, 9, 3], vec![5, 6, 7, 3]]);
+        let mut differs = 0.0f32;
+        for (l, (w, g)) in want.layers.iter().zip(&got.layers).enumerate() {
+            let row = floats(g.h.clone().narrow(0, 1, 1));
+            let d = max_abs_diff(&floats(w.h.clone()), &row);
+            assert!(d < 1e-5, "{name} layer {l}: final states differ by {d}");
+            let c_row = floats(g.c.clone().unwrap().narrow(0, 1, 1));
+            assert!(max_abs_diff(&floats(w.c.clone().unwrap()), &c_row) < 1e-5);
+            differs = differs.max(max_abs_diff(&floats(forwards.layers[l].h.clone()), &row));
+        }
+        assert!(differs > 1e-4, "{name}: reversal changed nothing");
+        if let (Some(w), Some(g)) = (ctx_want.memory, ctx_got.memory) {
+            // Position j of the reversed read holds the state after token j, which the plain
+            // read of the reversed sentence reaches at position 3 - j.
+            for j in 0..4 {
+                let at = |v: &Tensor<3>, b: usize, t: usize| {
+                    let h = v.dims()[2];
+                    floats(v.clone().slice([b..b + 1, t..t + 1, 0..h]).reshape([1, h]))
+                };
+                let d = max_abs_diff(&at(&w.values, 0, 3 - j), &at(&g.values, 1, j));
+                assert!(d < 1e-5, "{name}: output {j} differs by {d}");
+            }
+        }
+    }
+    let bi = s2s_models::rnn::RnnConfig {
+        reverse_source: true,
+        ..match preset("rnnsearch").unwrap() {
+            ModelConfig::Rnn(c) => c,
+            _ => unreachable!(),
+        }
+    };
+    assert!(bi.validate().unwrap_err().contains("unidirectional"));
+}

@@ -89,7 +89,15 @@ impl RnnEncoder {
     }
 
     /// `x: [batch, len, input]`, `mask: [batch, len]` as floats (1 = token, 0 = padding).
-    pub fn forward(&self, x: Tensor<3>, mask: &Tensor<2>) -> (Tensor<3>, EncoderFinal) {
+    /// `reverse_source` runs the forward-direction layers from the last token to the first
+    /// (Sutskever's source reversal); padding is skipped either way, so each sentence starts at
+    /// its own last token.
+    pub fn forward(
+        &self,
+        x: Tensor<3>,
+        mask: &Tensor<2>,
+        reverse_source: bool,
+    ) -> (Tensor<3>, EncoderFinal) {
         let mut input = x;
         let mut finals = EncoderFinal {
             forward: Vec::new(),
@@ -99,7 +107,7 @@ impl RnnEncoder {
             if l > 0 {
                 input = self.dropout.forward(input);
             }
-            let (fwd, f_state) = self.forward[l].run(input.clone(), mask, false);
+            let (fwd, f_state) = self.forward[l].run(input.clone(), mask, reverse_source);
             finals.forward.push(f_state);
             input = if let Some(bwd_layer) = self.backward.get(l) {
                 let (bwd, b_state) = bwd_layer.run(input, mask, true);

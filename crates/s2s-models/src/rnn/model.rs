@@ -67,6 +67,11 @@ pub struct RnnConfig {
     pub bridge: Bridge,
     /// Width of the `tanh` layer between features and the vocabulary; 0 = none.
     pub readout_dim: usize,
+    /// Sutskever 2014's trick for a unidirectional encoder: read each source sentence from its
+    /// last token to its first, so the first target words start close to the source words they
+    /// translate. Outputs stay at their token's position, so attention is unaffected.
+    #[serde(default)]
+    pub reverse_source: bool,
 }
 
 impl RnnConfig {
@@ -77,6 +82,9 @@ impl RnnConfig {
         if self.bridge == Bridge::Last && (self.bidirectional || self.enc_layers != self.dec_layers)
         {
             return Err("bridge = \"last\" needs a unidirectional encoder with as many layers as the decoder; use \"linear\" or \"mean\"".into());
+        }
+        if self.reverse_source && self.bidirectional {
+            return Err("reverse_source = true needs a unidirectional encoder: a bidirectional one already reads the source both ways".into());
         }
         if self.attention == RnnAttention::Luong && self.score == Score::Dot && self.bidirectional {
             return Err("dot attention needs keys the size of the decoder state: use score = \"general\" with a bidirectional encoder".into());
@@ -245,7 +253,7 @@ impl RnnSeq2Seq {
         let device = src.device();
         let mask = pad.clone().bool_not().float(); // 1 = token
         let x = self.dropout.forward(self.src_emb.forward(src));
-        let (outputs, finals) = self.encoder.forward(x, &mask);
+        let (outputs, finals) = self.encoder.forward(x, &mask, self.cfg.reverse_source);
         let cfg = &self.cfg;
         let top = |f: &EncoderFinal| -> Tensor<2> {
             let fwd = f.forward.last().unwrap().h.clone();
