@@ -18,10 +18,62 @@ fn rng_lock() -> std::sync::MutexGuard<'static, ()> {
     RNG.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-fn model(name: &str, device: &Device) -> Seq2SeqModel {
+/// Draws every parameter now: burn initialises a parameter lazily, on its first use, which
+/// would otherwise happen after the lock is released.
+fn materialize(m: &Seq2SeqModel) {
+    struct Touch;
+    impl burn::module::ModuleVisitor for Touch {
+        fn visit_float<const D: usize>(&mut self, p: &Param<Tensor<D>>) {
+            let _ = p.val();
+        }
+    }
+    burn::module::Module::visit(m, &mut Touch);
+}
+
+/// A model whose weights depend only on `seed`.
+fn seeded(cfg: &ModelConfig, seed: u64, device: &Device) -> Seq2SeqModel {
     let _rng = rng_lock();
-    device.seed(7);
-    Seq2SeqModel::new(&preset(name).unwrap(), VOCAB, VOCAB, device)
+    device.seed(seed);
+    let m = Seq2SeqModel::new(cfg, VOCAB, VOCAB, device);
+    materialize(&m);
+    m
+}
+
+fn model(name: &str, device: &Device) -> Seq2SeqModel {
+    seeded(&preset(name).unwrap(), 7, device)
+}
+
+#[test]
+fn one_seed_gives_one_set_of_weights() {
+    let device = Device::flex();
+    let weights = |m: &Seq2SeqModel| -> Vec<f32> {
+        let Seq2SeqModel::Rnn(r) = m else {
+            unreachable!()
+        };
+        let out = r
+            .output
+            .weight
+            .val()
+            .into_data()
+            .try_to_vec::<f32>()
+            .unwrap();
+        let emb = r
+            .src_emb
+            .weight
+            .val()
+            .into_data()
+            .try_to_vec::<f32>()
+            .unwrap();
+        out.into_iter().chain(emb).collect()
+    };
+    // Both built before either is read, with a draw in between: neither may matter.
+    let first = model("rnn-lstm-tiny", &device);
+    let _ = Tensor::<2>::random([50, 50], burn::tensor::Distribution::Default, &device);
+    let second = model("rnn-lstm-tiny", &device);
+    let a = weights(&first);
+    assert_eq!(a, weights(&second));
+    let c = weights(&seeded(&preset("rnn-lstm-tiny").unwrap(), 8, &device));
+    assert_ne!(a, c);
 }
 
 fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {
@@ -122,11 +174,7 @@ fn attention_decoder_gradients_match_finite_differences() {
     cfg.hidden = 5;
     cfg.attn_dim = 4;
     cfg.readout_dim = 6;
-    let mut m = {
-        let _rng = rng_lock();
-        device.seed(3);
-        Seq2SeqModel::new(&ModelConfig::Rnn(cfg), VOCAB, VOCAB, &device)
-    };
+    let mut m = seeded(&ModelConfig::Rnn(cfg), 3, &device);
     let grads = loss(&m, &device).backward();
     // The attention energy vector v and the decoder's recurrent weights.
     let params: Vec<(&str, WeightOf)> = vec![
