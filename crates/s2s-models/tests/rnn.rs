@@ -50,21 +50,9 @@ fn one_seed_gives_one_set_of_weights() {
         let Seq2SeqModel::Rnn(r) = m else {
             unreachable!()
         };
-        let out = r
-            .output
-            .weight
-            .val()
-            .into_data()
-            .try_to_vec::<f32>()
-            .unwrap();
-        let emb = r
-            .src_emb
-            .weight
-            .val()
-            .into_data()
-            .try_to_vec::<f32>()
-            .unwrap();
-        out.into_iter().chain(emb).collect()
+        let mut w = floats(r.output.weight.val());
+        w.extend(floats(r.src_emb.weight.val()));
+        w
     };
     // Both built before either is read, with a draw in between: neither may matter.
     let first = model("rnn-lstm-tiny", &device);
@@ -74,6 +62,10 @@ fn one_seed_gives_one_set_of_weights() {
     assert_eq!(a, weights(&second));
     let c = weights(&seeded(&preset("rnn-lstm-tiny").unwrap(), 8, &device));
     assert_ne!(a, c);
+}
+
+fn floats<const D: usize>(t: Tensor<D>) -> Vec<f32> {
+    t.into_data().try_to_vec::<f32>().unwrap()
 }
 
 fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {
@@ -282,7 +274,6 @@ fn teacher_forcing_ratio_zero_and_one_take_different_paths() {
 #[test]
 fn reverse_source_reads_each_sentence_backwards() {
     let device = Device::flex();
-    let floats = |t: Tensor<2>| t.into_data().try_to_vec::<f32>().unwrap();
     for name in ["rnn-lstm-tiny", "luong-tiny"] {
         let ModelConfig::Rnn(plain_cfg) = preset(name).unwrap() else {
             unreachable!()
