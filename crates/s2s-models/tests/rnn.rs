@@ -8,39 +8,12 @@ use s2s_models::rnn::RnnSeq2Seq;
 use s2s_models::{Decoder, ModelConfig, PaddedIds, Seq2SeqModel};
 use s2s_search::step::StepModel;
 
+mod common;
+
 const VOCAB: usize = 11;
 
-/// burn's RNG is process-wide: a test that seeds it and then builds a model holds this, or a
-/// test running beside it may draw in between and change the weights it gets.
-static RNG: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn rng_lock() -> std::sync::MutexGuard<'static, ()> {
-    RNG.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// Draws every parameter now: burn initialises a parameter lazily, on its first use, which
-/// would otherwise happen after the lock is released.
-fn materialize(m: &Seq2SeqModel) {
-    struct Touch;
-    impl burn::module::ModuleVisitor for Touch {
-        fn visit_float<const D: usize>(&mut self, p: &Param<Tensor<D>>) {
-            let _ = p.val();
-        }
-    }
-    burn::module::Module::visit(m, &mut Touch);
-}
-
-/// A model whose weights depend only on `seed`.
-fn seeded(cfg: &ModelConfig, seed: u64, device: &Device) -> Seq2SeqModel {
-    let _rng = rng_lock();
-    device.seed(seed);
-    let m = Seq2SeqModel::new(cfg, VOCAB, VOCAB, device);
-    materialize(&m);
-    m
-}
-
 fn model(name: &str, device: &Device) -> Seq2SeqModel {
-    seeded(&preset(name).unwrap(), 7, device)
+    common::seeded(&preset(name).unwrap(), VOCAB, 7, device)
 }
 
 #[test]
@@ -60,7 +33,12 @@ fn one_seed_gives_one_set_of_weights() {
     let second = model("rnn-lstm-tiny", &device);
     let a = weights(&first);
     assert_eq!(a, weights(&second));
-    let c = weights(&seeded(&preset("rnn-lstm-tiny").unwrap(), 8, &device));
+    let c = weights(&common::seeded(
+        &preset("rnn-lstm-tiny").unwrap(),
+        VOCAB,
+        8,
+        &device,
+    ));
     assert_ne!(a, c);
 }
 
@@ -166,7 +144,7 @@ fn attention_decoder_gradients_match_finite_differences() {
     cfg.hidden = 5;
     cfg.attn_dim = 4;
     cfg.readout_dim = 6;
-    let mut m = seeded(&ModelConfig::Rnn(cfg), 3, &device);
+    let mut m = common::seeded(&ModelConfig::Rnn(cfg), VOCAB, 3, &device);
     let grads = loss(&m, &device).backward();
     // The attention energy vector v and the decoder's recurrent weights.
     let params: Vec<(&str, WeightOf)> = vec![

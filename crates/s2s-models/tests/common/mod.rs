@@ -2,6 +2,7 @@
 //! adapter so that the Transformer and ConvS2S tests (and their config variants) share them.
 #![allow(dead_code)]
 
+use burn::module::Param;
 use burn::tensor::activation::log_softmax;
 use burn::tensor::{Device, Int, Tensor, TensorData};
 use s2s_models::decoder::Decoder;
@@ -17,12 +18,35 @@ pub fn device() -> Device {
     Device::flex()
 }
 
+/// burn's RNG is process-wide: a test that seeds it and then builds a model holds this, or a
+/// test running beside it may draw in between and change the weights it gets.
+static RNG: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Draws every parameter now: burn initialises a parameter lazily, on its first use, which
+/// would otherwise happen after the lock is released.
+fn materialize(m: &Seq2SeqModel) {
+    struct Touch;
+    impl burn::module::ModuleVisitor for Touch {
+        fn visit_float<const D: usize>(&mut self, p: &Param<Tensor<D>>) {
+            let _ = p.val();
+        }
+    }
+    burn::module::Module::visit(m, &mut Touch);
+}
+
+/// A model whose weights depend only on `seed`.
+pub fn seeded(cfg: &ModelConfig, vocab: usize, seed: u64, device: &Device) -> Seq2SeqModel {
+    let _rng = RNG.lock().unwrap_or_else(|e| e.into_inner());
+    device.seed(seed);
+    let m = Seq2SeqModel::new(cfg, vocab, vocab, device);
+    materialize(&m);
+    m
+}
+
 /// A randomly initialised model (inference device: dropout is off).
 pub fn build(cfg: &ModelConfig) -> Seq2SeqModel {
     cfg.validate().unwrap();
-    let dev = device();
-    dev.seed(7);
-    Seq2SeqModel::new(cfg, VOCAB, VOCAB, &dev)
+    seeded(cfg, VOCAB, 7, &device())
 }
 
 /// Pseudo-random ordinary tokens (not special ids).
