@@ -160,3 +160,32 @@ fn average_writes_the_mean_of_the_newest_checkpoints() {
     let o = average(&model, "1", &avg, &["--force"]);
     assert!(o.status.success(), "{}", stderr(&o));
 }
+
+#[test]
+fn save_every_writes_checkpoints_between_validations() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (data, config) = setup(tmp.path());
+    let model = tmp.path().join("model");
+    // Validation every 3 steps, a checkpoint also every 2: steps 2, 3, 4, 6, 8, 9, 10 (the end).
+    let o = run(train_cmd(
+        &data,
+        &config,
+        &model,
+        &["--max-steps", "10", "--keep-last", "4", "--save-every", "2"],
+    ));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = average(&model, "4", &tmp.path().join("avg"), &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("steps 6, 8, 9, 10"),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    // Checkpoints between validations are not validations: metrics.jsonl has steps 3, 6, 9, 10.
+    let steps: Vec<usize> = s2s_train::metrics::read(&model.join("metrics.jsonl"))
+        .unwrap()
+        .iter()
+        .map(|r| r.step)
+        .collect();
+    assert_eq!(steps, [3, 6, 9, 10]);
+}

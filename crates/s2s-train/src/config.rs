@@ -72,6 +72,10 @@ pub struct TrainConfig {
     pub patience: usize,
     /// Validate every N steps; 0 = at the end of every epoch.
     pub valid_every: usize,
+    /// Also write a checkpoint every N steps between validations (fairseq's
+    /// `--save-interval-updates`); 0 = only at validations. With `keep_last`, this keeps closely
+    /// spaced checkpoints for `s2s average` without the cost of validating each one.
+    pub save_every: usize,
     /// Validation sentences decoded for BLEU (0 = all).
     pub valid_bleu_sentences: usize,
     pub best_by: BestBy,
@@ -106,6 +110,7 @@ impl Default for TrainConfig {
             max_minutes: 0.0,
             patience: 5,
             valid_every: 0,
+            save_every: 0,
             valid_bleu_sentences: 500,
             best_by: BestBy::Bleu,
             bleu_tokenize: "13a".into(),

@@ -392,6 +392,9 @@ pub fn train_on(
                     break 'outer stop;
                 }
                 since_valid = Instant::now();
+            } else if cfg.save_every > 0 && st.step % cfg.save_every == 0 {
+                st.elapsed_sec = elapsed(elapsed_before);
+                save_checkpoint(&model, &optim, &st)?;
             }
         }
         st.epoch += 1;

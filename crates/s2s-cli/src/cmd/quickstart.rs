@@ -114,6 +114,7 @@ pub fn run(args: QuickstartArgs) -> Result<()> {
         max_minutes: Some(train_minutes),
         seed: None,
         keep_last: None,
+        save_every: None,
         resume: false,
         force: true,
         device: args.device.clone(),

@@ -31,6 +31,10 @@ pub struct TrainArgs {
     /// only MODEL_DIR/checkpoint. Overrides `[train] keep_last`.
     #[arg(long, value_name = "N")]
     pub keep_last: Option<usize>,
+    /// Also write a checkpoint every N steps between validations (0: only at validations), so
+    /// that `--keep-last` keeps closely spaced ones to average. Overrides `[train] save_every`.
+    #[arg(long, value_name = "N")]
+    pub save_every: Option<usize>,
     /// Continue from MODEL_DIR/checkpoint exactly where it stopped.
     #[arg(long)]
     pub resume: bool,
@@ -255,6 +259,9 @@ fn apply_limits(run: &mut RunConfig, args: &TrainArgs) {
     }
     if let Some(v) = args.keep_last {
         t.keep_last = v;
+    }
+    if let Some(v) = args.save_every {
+        t.save_every = v;
     }
     if let Some(v) = args.seed {
         t.seed = v;
