@@ -26,6 +26,9 @@ pub struct TransformerState {
     pub past: Option<Vec<KeyValue>>,
     /// Positions decoded so far (the position of the next input token).
     pub steps: usize,
+    /// The output projection as [`OutputLayer::contiguous_for_inference`], made on the first
+    /// incremental step and kept for the rest of the search.
+    pub output: Option<OutputLayer>,
 }
 
 impl TransformerState {
@@ -49,6 +52,7 @@ impl TransformerState {
                 .as_ref()
                 .map(|p| p.iter().map(|kv| kv.select_rows(idx)).collect()),
             steps: self.steps,
+            output: self.output.clone(),
         }
     }
 }
@@ -135,6 +139,7 @@ impl TransformerSeq2Seq {
             src_pad: pad,
             past: None,
             steps: 0,
+            output: None,
         }
     }
 
@@ -226,8 +231,11 @@ impl TransformerSeq2Seq {
         let (features, attn) = self.decode(state, tokens.reshape([rows, 1]));
         let [_, _, d] = features.dims();
         let [_, _, s] = attn.dims();
+        let output = state
+            .output
+            .get_or_insert_with(|| self.output_layer().contiguous_for_inference());
         (
-            self.logits(features.reshape([rows, d])),
+            output.logits(features.reshape([rows, d])),
             attn.reshape([rows, s]),
         )
     }
