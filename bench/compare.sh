@@ -126,21 +126,25 @@ for k in keys:
         f"{fmt(mratio, '.2f') + ('x' if mratio else '')} | {judged(mratio, mt)} | {params} |"
     )
 
-# GFLOP/s of a training step: the FLOPs PyTorch counts (forward + backward) for the same
-# architecture, over each side's time.
-peak, peak_desc = None, ""
+# GFLOP/s of every phase: the matrix-product FLOPs PyTorch counts for the same architecture
+# and batch (forward + backward for a training step, the whole search for decoding), over each
+# side's time; and the rate the target ratio would take, against the measured gemm ceiling.
+peak, peak_desc, ceiling = None, "", None
 log = os.path.join(out, "pytorch.log")
 if os.path.exists(log):
     for line in open(log):
         m = re.search(r"= (\d+) GFLOP/s fp32 peak", line)
         if m:
             peak, peak_desc = float(m.group(1)), line.split(";", 1)[-1].strip()
-flops = ["", "| model | GFLOP per step (fwd+bwd) | s2s GFLOP/s | PyTorch GFLOP/s | s2s % of peak | PyTorch % of peak |",
-         "|---|---:|---:|---:|---:|---:|"]
+        m = re.search(r"measured gemm ceiling: (\d+) GFLOP/s", line)
+        if m:
+            ceiling = float(m.group(1))
+flops = ["", "| model | phase | GFLOP per batch | s2s GFLOP/s | PyTorch GFLOP/s | s2s % of peak | PyTorch % of peak | GFLOP/s the target needs | vs gemm ceiling |",
+         "|---|---|---:|---:|---:|---:|---:|---:|---|"]
 any_flops = False
 for k in keys:
     b = ref.get(k)
-    if k[1] != "train" or not b or "gflop_per_batch" not in b:
+    if not b or "gflop_per_batch" not in b:
         continue
     any_flops = True
     g = b["gflop_per_batch"]
@@ -148,7 +152,12 @@ for k in keys:
     ga = g / (a["ms_per_batch"] / 1e3) if a else None
     gb = g / (b["ms_per_batch"] / 1e3)
     pct = lambda x: "pending" if x is None or not peak else f"{100 * x / peak:.1f}%"
-    flops.append(f"| {k[0]} | {g:.1f} | {fmt(ga, '.1f')} | {gb:.1f} | {pct(ga)} | {pct(gb)} |")
+    t = TIME_TARGET.get(k, PHASE_TARGET.get(k[1]))
+    need = g / (t * b["ms_per_batch"] / 1e3) if t else None
+    verdict = "-" if need is None or ceiling is None else (
+        f"{100 * need / ceiling:.0f}% of it" + (" (out of reach)" if need > ceiling else ""))
+    flops.append(f"| {k[0]} | {k[1]} | {g:.1f} | {fmt(ga, '.1f')} | {gb:.1f} | {pct(ga)} | {pct(gb)} | "
+                 f"{'-' if need is None else format(need, '.0f')} | {verdict} |")
 
 cpu = "?"
 try:
@@ -194,6 +203,11 @@ if any_flops:
     block += flops
     if peak:
         block += ["", f"Peak: {peak_desc}."]
+    if ceiling:
+        block += ["", f"Measured gemm ceiling: {ceiling:.0f} GFLOP/s (a 1536^3 fp32 product in "
+                  "PyTorch with the same threads, best of 10). A batch's matrix products alone "
+                  "cannot run faster than that, so a target that needs more is out of reach for "
+                  "any implementation of the same model on this machine."]
 if base:
     block += ["", f"PyTorch's peak RSS includes {base} MiB for the interpreter and `import torch` "
               "alone (PyPI's wheel maps the CUDA libraries too, unused)."]

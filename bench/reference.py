@@ -10,8 +10,11 @@ Prints one JSON line per (model, phase) on stdout, in the format of `s2s bench -
     {"model": "rnnsearch", "phase": "train", "tokens_per_sec": ..., "ms_per_batch": ...,
      "peak_rss_mb": ..., "params": ..., "shape": {...}}
 
-plus, on `train` lines, `gflop_per_batch` and `gflop_per_sec` (FLOPs of forward + backward from
-torch.utils.flop_counter). Human-readable notes go to stderr.
+plus `gflop_per_batch` and `gflop_per_sec`: the FLOPs torch.utils.flop_counter counts (matrix
+products and convolutions, not element-wise work) for one batch: forward + backward on `train`
+lines, the whole search on `greedy` and `beam` lines. Human-readable notes go to stderr, among
+them the machine's measured gemm ceiling (the GFLOP/s of a large square matrix product with the
+same threads): no implementation does a batch's matrix products faster than that.
 
 Each (model, phase) runs in a fresh subprocess, so `peak_rss_mb` (VmHWM) is that phase's own peak,
 including the Python interpreter and the torch libraries (`import torch` alone is reported on
@@ -544,14 +547,34 @@ def count_params(model):
     return sum(p.numel() for p in model.parameters())
 
 
-def train_flops(model, loss_fn, src, tin, tout):
-    """FLOPs of one forward + backward (the optimiser's elementwise work is not counted)."""
+def counted_flops(fn):
+    """FLOPs of the matrix products and convolutions `fn()` runs."""
     from torch.utils.flop_counter import FlopCounterMode
 
     with FlopCounterMode(display=False) as fc:
-        loss_fn(src, tin, tout).backward()
-    model.zero_grad(set_to_none=True)
+        fn()
     return fc.get_total_flops()
+
+
+def train_flops(model, loss_fn, src, tin, tout):
+    """FLOPs of one forward + backward (the optimiser's elementwise work is not counted)."""
+    flops = counted_flops(lambda: loss_fn(src, tin, tout).backward())
+    model.zero_grad(set_to_none=True)
+    return flops
+
+
+def gemm_ceiling_gflops(n=1536, reps=10):
+    """GFLOP/s of an n x n x n fp32 product with THREADS threads, best of `reps`: what this
+    machine's matrix products reach at their most efficient (decoding's products are far
+    smaller, so they run slower still)."""
+    a, b = torch.randn(n, n), torch.randn(n, n)
+    a @ b
+    best = math.inf
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        a @ b
+        best = min(best, time.perf_counter() - t0)
+    return 2 * n ** 3 / best / 1e9
 
 
 def worker(name, phase, warmup, reps):
@@ -586,8 +609,10 @@ def worker(name, phase, warmup, reps):
     ms = statistics.median(times) * 1e3
     if phase == "train":
         flops = train_flops(model, loss_fn, src, tin, tout)
-        extra = {"gflop_per_batch": round(flops / 1e9, 3),
-                 "gflop_per_sec": round(flops / 1e9 / (ms / 1e3), 2)}
+    else:
+        flops = counted_flops(lambda: fn(model, src))
+    extra = {"gflop_per_batch": round(flops / 1e9, 3),
+             "gflop_per_sec": round(flops / 1e9 / (ms / 1e3), 2)}
     rec = {
         "model": name,
         "phase": phase,
@@ -606,8 +631,9 @@ def worker(name, phase, warmup, reps):
 
 def cpu_peak_gflops():
     """cores * GHz * FLOP/cycle (fp32 FMA: 2 units * 2 * lanes: 32 for AVX2, 64 for AVX-512),
-    from /proc/cpuinfo's nominal clock. Returns (peak, description)."""
-    mhz, flags, model_name = None, set(), "?"
+    from /proc/cpuinfo's nominal clock. AMD before Zen 5 (family 25 and below) counts 32 even
+    with AVX-512: Zen 4 runs 512-bit instructions on 256-bit units. Returns (peak, description)."""
+    mhz, flags, model_name, vendor, family = None, set(), "?", "?", None
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:
@@ -619,11 +645,17 @@ def cpu_peak_gflops():
                     flags = set(val.split())
                 elif key == "model name" and model_name == "?":
                     model_name = val.strip()
+                elif key == "vendor_id" and vendor == "?":
+                    vendor = val.strip()
+                elif key == "cpu family" and family is None:
+                    family = int(val)
     except OSError:
         return None, "unknown CPU"
     if mhz is None:
         return None, model_name
     per_cycle = 64 if "avx512f" in flags else 32 if {"avx2", "fma"} <= flags else 16
+    if vendor == "AuthenticAMD" and family is not None and family <= 25:
+        per_cycle = min(per_cycle, 32)
     peak = THREADS * mhz / 1e3 * per_cycle
     return peak, (f"{model_name}, {THREADS} cores x {mhz / 1e3:.2f} GHz x {per_cycle} FLOP/cycle "
                   f"= {peak:.0f} GFLOP/s fp32 peak")
@@ -658,6 +690,8 @@ def main():
     base = subprocess.run([sys.executable, "-c", "import torch\n" + _HWM_SNIPPET],
                           capture_output=True, text=True)
     print(f"# baseline peak RSS of `import torch`: {base.stdout.strip()} MB", file=sys.stderr)
+    print(f"# measured gemm ceiling: {gemm_ceiling_gflops():.0f} GFLOP/s "
+          f"(1536^3 fp32 product, {THREADS} threads, best of 10)", file=sys.stderr)
     failed = False
     for m in models:
         for p in phases:
@@ -674,7 +708,7 @@ def main():
             print(line, flush=True)
             rec = json.loads(line)
             if "gflop_per_sec" in rec and peak:
-                print(f"# {m} train: {rec['gflop_per_batch']} GFLOP per step, "
+                print(f"# {m} {p}: {rec['gflop_per_batch']} GFLOP per batch, "
                       f"{rec['gflop_per_sec']} GFLOP/s = {100 * rec['gflop_per_sec'] / peak:.1f}% "
                       f"of the {peak:.0f} GFLOP/s peak", file=sys.stderr)
     sys.exit(1 if failed else 0)
