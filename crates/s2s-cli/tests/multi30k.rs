@@ -30,9 +30,9 @@ fn every_config_resolves_to_its_preset_with_the_shared_recipe() {
         assert_eq!(train.label_smoothing, 0.1, "{name}");
         assert_eq!(train.max_tokens, 2500, "{name}");
         assert!(train.warmup_steps > 0, "{name}");
-        // The recurrent and convolutional rows decay as 1/sqrt(step); the Transformer decays
-        // linearly to zero at max_steps, which must then be set (else the rate is zero at once).
-        let expected = if name == "transformer" {
+        // The Transformer and the LSTM decay linearly to zero at max_steps, which must then be
+        // set (else the rate is zero at once); the other rows decay as 1/sqrt(step).
+        let expected = if ["transformer", "lstm"].contains(&name) {
             assert!(train.max_steps > train.warmup_steps, "{name}");
             s2s_train::config::LrSchedule::Linear
         } else {
