@@ -24,7 +24,7 @@ impl OutputLayer {
     /// The same layer with its weight copied into a fresh row-major buffer, outside autodiff:
     /// for decoding, which multiplies by it once per step. A tied weight is a transposed view of
     /// the embedding table, and the matrix product would repack (transpose) that view on every
-    /// call: 15% of a greedy Transformer step, measured with `perf`.
+    /// call: 15-18% of a greedy Transformer batch, measured with `perf` (docs/performance.md).
     pub fn contiguous_for_inference(&self) -> Self {
         let device = self.weight.device();
         Self {
