@@ -49,16 +49,8 @@ fn average(model: &Path, last: &str, out: &Path, extra: &[&str]) -> std::process
 #[test]
 fn average_writes_the_mean_of_the_newest_checkpoints() {
     let tmp = tempfile::tempdir().unwrap();
-    let (data, config) = setup(tmp.path());
-    let model = tmp.path().join("model");
     // A checkpoint every 3 steps; the newest three are steps 15, 18 and 20.
-    let o = run(train_cmd(
-        &data,
-        &config,
-        &model,
-        &["--max-steps", "20", "--keep-last", "3"],
-    ));
-    assert!(o.status.success(), "{}", stderr(&o));
+    let (_, _, model) = trained(tmp.path(), &["--max-steps", "20", "--keep-last", "3"]);
 
     let avg = tmp.path().join("avg");
     let o = average(&model, "3", &avg, &[]);
@@ -164,16 +156,11 @@ fn average_writes_the_mean_of_the_newest_checkpoints() {
 #[test]
 fn save_every_writes_checkpoints_between_validations() {
     let tmp = tempfile::tempdir().unwrap();
-    let (data, config) = setup(tmp.path());
-    let model = tmp.path().join("model");
     // Validation every 3 steps, a checkpoint also every 2: steps 2, 3, 4, 6, 8, 9, 10 (the end).
-    let o = run(train_cmd(
-        &data,
-        &config,
-        &model,
+    let (_, _, model) = trained(
+        tmp.path(),
         &["--max-steps", "10", "--keep-last", "4", "--save-every", "2"],
-    ));
-    assert!(o.status.success(), "{}", stderr(&o));
+    );
     let o = average(&model, "4", &tmp.path().join("avg"), &[]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(

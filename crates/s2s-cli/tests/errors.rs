@@ -8,12 +8,8 @@ use common::*;
 use std::path::{Path, PathBuf};
 
 /// A trained tiny model (6 steps; validations at 3 and 6 write model.safetensors).
-fn trained(root: &Path) -> (PathBuf, PathBuf, PathBuf) {
-    let (data, config) = setup(root);
-    let out = root.join("model");
-    let o = run(train_cmd(&data, &config, &out, &["--max-steps", "6"]));
-    assert!(o.status.success(), "{}", stderr(&o));
-    (data, config, out)
+fn trained_6(root: &Path) -> (PathBuf, PathBuf, PathBuf) {
+    trained(root, &["--max-steps", "6"])
 }
 
 fn translate(model: &Path) -> std::process::Command {
@@ -42,7 +38,7 @@ fn fails_cleanly(c: std::process::Command, dir: &Path, needles: &[&str]) -> Stri
 #[test]
 fn a_truncated_or_corrupted_checkpoint_is_refused_and_left_alone() {
     let tmp = tempfile::tempdir().unwrap();
-    let (data, _, out) = trained(tmp.path());
+    let (data, _, out) = trained_6(tmp.path());
     let w = out.join("checkpoint").join("optimizer.bpk");
     let bytes = std::fs::read(&w).unwrap();
     std::fs::write(&w, &bytes[..bytes.len() / 3]).unwrap();
@@ -83,7 +79,7 @@ fn a_truncated_or_corrupted_checkpoint_is_refused_and_left_alone() {
 #[test]
 fn a_config_that_does_not_fit_the_weights_names_the_tensor_and_both_shapes() {
     let tmp = tempfile::tempdir().unwrap();
-    let (_, _, out) = trained(tmp.path());
+    let (_, _, out) = trained_6(tmp.path());
     let cfg = out.join("config.toml");
     let text = std::fs::read_to_string(&cfg).unwrap();
     assert!(text.contains("\nhidden = 64\n"), "{text}");
@@ -103,7 +99,7 @@ fn a_config_that_does_not_fit_the_weights_names_the_tensor_and_both_shapes() {
 #[test]
 fn a_tokenizer_of_another_vocabulary_is_refused() {
     let tmp = tempfile::tempdir().unwrap();
-    let (_, _, out) = trained(tmp.path());
+    let (_, _, out) = trained_6(tmp.path());
     // A word tokenizer over other words has another vocabulary size.
     let raw = tmp.path().join("other");
     std::fs::create_dir_all(&raw).unwrap();
@@ -166,7 +162,7 @@ fn a_missing_model_dir_or_a_directory_that_is_not_a_model_is_named() {
 #[test]
 fn train_out_on_an_existing_model_needs_resume_or_force() {
     let tmp = tempfile::tempdir().unwrap();
-    let (data, config, out) = trained(tmp.path());
+    let (data, config, out) = trained_6(tmp.path());
     fails_cleanly(
         train_cmd(&data, &config, &out, &["--max-steps", "3"]),
         &out,
@@ -193,7 +189,7 @@ fn train_out_on_an_existing_model_needs_resume_or_force() {
 #[test]
 fn diverging_training_stops_keeps_the_last_good_checkpoint_and_exits_non_zero() {
     let tmp = tempfile::tempdir().unwrap();
-    let (data, _, out) = trained(tmp.path());
+    let (data, _, out) = trained_6(tmp.path());
     let cfg = out.join("config.toml");
     let text = std::fs::read_to_string(&cfg).unwrap();
     let text = text.replace("\nlr = 0.001\n", "\nlr = 1e38\n");

@@ -66,16 +66,8 @@ fn sigkill_at_random_moments_never_loses_the_last_complete_checkpoint() {
 #[test]
 fn keep_last_keeps_the_newest_checkpoints_and_resume_uses_the_newest() {
     let tmp = tempfile::tempdir().unwrap();
-    let (data, config) = setup(tmp.path());
-    let out = tmp.path().join("model");
     // Validation, and so a checkpoint, every 3 steps: steps 3, 6, ..., 18, then the final one.
-    let o = run(train_cmd(
-        &data,
-        &config,
-        &out,
-        &["--max-steps", "20", "--keep-last", "3"],
-    ));
-    assert!(o.status.success(), "{}", stderr(&o));
+    let (data, _, out) = trained(tmp.path(), &["--max-steps", "20", "--keep-last", "3"]);
     assert_eq!(checkpoint_step(&out.join("checkpoint")), 20);
     let archived: Vec<usize> = s2s_train::checkpoint::archived(&out)
         .into_iter()

@@ -72,6 +72,16 @@ pub fn setup(root: &Path) -> (PathBuf, PathBuf) {
     (data, config)
 }
 
+/// [`setup`], then a training run into `root/model` with `extra` flags, which must succeed.
+/// Returns the data directory, the config and the model directory.
+pub fn trained(root: &Path, extra: &[&str]) -> (PathBuf, PathBuf, PathBuf) {
+    let (data, config) = setup(root);
+    let out = root.join("model");
+    let o = run(train_cmd(&data, &config, &out, extra));
+    assert!(o.status.success(), "{}", stderr(&o));
+    (data, config, out)
+}
+
 /// `s2s train --data DATA --config CONFIG --out OUT --quiet` plus `extra`.
 pub fn train_cmd(data: &Path, config: &Path, out: &Path, extra: &[&str]) -> Command {
     let mut c = s2s();
