@@ -165,9 +165,37 @@ pub fn translate_all(
     let mut out: Vec<Vec<s2s_search::Hypothesis>> = vec![Vec::new(); sources.len()];
     for chunk in order.chunks(batch_size.max(1)) {
         let batch: Vec<Vec<u32>> = chunk.iter().map(|&i| sources[i].clone()).collect();
-        for (&i, hyps) in chunk.iter().zip(s2s_search::search(&decoder, &batch, cfg)?) {
+        for (&i, hyps) in chunk.iter().zip(search_on_workers(&decoder, &batch, cfg)?) {
             out[i] = hyps;
         }
     }
     Ok(out)
+}
+
+/// Searches one batch, split over the CPU's cores when it is large enough
+/// ([`crate::workers`]). Sentence `i` goes to worker `i % workers`: the batch is sorted by
+/// length, so every worker gets long and short sentences alike.
+fn search_on_workers(
+    decoder: &Decoder,
+    batch: &[Vec<u32>],
+    cfg: &s2s_search::SearchConfig,
+) -> Result<Vec<Vec<s2s_search::Hypothesis>>, s2s_search::SearchError> {
+    let workers = crate::workers::worker_count(&decoder.device, batch.len());
+    if workers < 2 {
+        return s2s_search::search(decoder, batch, cfg);
+    }
+    let parts: Vec<Vec<Vec<u32>>> = (0..workers)
+        .map(|w| batch.iter().skip(w).step_by(workers).cloned().collect())
+        .collect();
+    let mut results = Vec::with_capacity(workers);
+    for part in crate::workers::run_each(parts, |part| s2s_search::search(decoder, &part, cfg)) {
+        results.push(part?.into_iter());
+    }
+    Ok((0..batch.len())
+        .map(|i| {
+            results[i % workers]
+                .next()
+                .expect("one result per sentence")
+        })
+        .collect())
 }

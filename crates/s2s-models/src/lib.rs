@@ -13,6 +13,7 @@ pub mod io;
 pub mod output;
 pub mod rnn;
 pub mod transformer;
+pub mod workers;
 
 pub use config::{ModelConfig, preset, preset_names};
 pub use decoder::Decoder;

@@ -1,0 +1,84 @@
+//! Sentence-parallel decoding (`s2s_models::workers`): a batch split over the cores decodes to
+//! exactly what one search over the whole batch gives, for every model family, greedy and beam,
+//! scores and attention included.
+
+mod common;
+
+use common::*;
+use s2s_models::decoder::{Decoder, translate_all};
+use s2s_models::workers::{MIN_SENTENCES_PER_WORKER, worker_count};
+use s2s_search::{SearchConfig, SpecialTokens, Strategy};
+
+/// This test binary's rayon pool: two threads, so that there are two workers even on a
+/// one-core machine.
+fn two_threads() {
+    let _ = rayon::ThreadPoolBuilder::new()
+        .num_threads(2)
+        .build_global();
+    assert_eq!(rayon::current_num_threads(), 2);
+}
+
+#[test]
+fn batches_split_only_on_the_cpu_and_only_when_large() {
+    two_threads();
+    let cpu = device();
+    assert_eq!(worker_count(&cpu, 2 * MIN_SENTENCES_PER_WORKER), 2);
+    assert_eq!(worker_count(&cpu, 2 * MIN_SENTENCES_PER_WORKER - 1), 1);
+    assert_eq!(
+        worker_count(&cpu, 1000),
+        2,
+        "never more workers than threads"
+    );
+}
+
+#[test]
+fn split_batch_decodes_as_one_search() {
+    two_threads();
+    // 40 sentences of 1 to 12 tokens: two workers of 20, each with its own padded length.
+    let sources: Vec<Vec<u32>> = (0..40u64)
+        .map(|i| tokens(1 + (i as usize * 7) % 12, i))
+        .collect();
+    assert_eq!(worker_count(&device(), sources.len()), 2);
+    for name in [
+        "rnnsearch-tiny",
+        "rnn-lstm-tiny",
+        "transformer-tiny",
+        "convs2s-tiny",
+    ] {
+        let cfg = s2s_models::config::preset(name).unwrap();
+        let model = build(&cfg);
+        for (strategy, nbest) in [(Strategy::Greedy, 1), (Strategy::Beam { k: 3 }, 2)] {
+            let search = SearchConfig {
+                strategy,
+                nbest,
+                max_len: 15,
+                return_attention: true,
+                special: SpecialTokens {
+                    pad: PAD,
+                    bos: BOS,
+                    eos: EOS,
+                    unk: s2s_data::UNK,
+                },
+                ..Default::default()
+            };
+            let split = translate_all(&model, &device(), VOCAB, &sources, &search, 64).unwrap();
+            let decoder = Decoder {
+                model: &model,
+                device: device(),
+                pad_id: PAD,
+                vocab_size: VOCAB,
+            };
+            let whole = s2s_search::search(&decoder, &sources, &search).unwrap();
+            assert_eq!(split.len(), whole.len());
+            for (i, (a, b)) in split.iter().zip(&whole).enumerate() {
+                assert_eq!(a.len(), b.len(), "{name} {strategy:?} sentence {i}");
+                for (x, y) in a.iter().zip(b) {
+                    assert_eq!(x.tokens, y.tokens, "{name} {strategy:?} sentence {i}");
+                    assert_eq!(x.score.to_bits(), y.score.to_bits(), "{name} {i}");
+                    assert_eq!(x.logprob.to_bits(), y.logprob.to_bits(), "{name} {i}");
+                    assert_eq!(x.attention, y.attention, "{name} {strategy:?} sentence {i}");
+                }
+            }
+        }
+    }
+}
