@@ -5,7 +5,8 @@
 use std::cmp::Ordering;
 
 use crate::common::{
-    Finished, Limits, Open, Rules, attention_row, cand_order, check_output, clean, reorder,
+    Finished, Limits, Open, Rules, SCAN_BLOCK, attention_row, block_max, cand_order, check_output,
+    clean, reorder,
 };
 use crate::config::{Hypothesis, SearchConfig, SearchError};
 use crate::step::StepModel;
@@ -82,16 +83,23 @@ pub(crate) fn beam<M: StepModel>(
                 let lps = &out.log_probs[(row0 + b) * vocab..(row0 + b + 1) * vocab];
                 let allowed = rules.allowed(&open.tokens, lim);
                 top.clear();
-                for (v, &lp) in lps.iter().enumerate() {
-                    let sum = open.logprob + clean(lp);
-                    // Most tokens lose to the current k + 1: reject them before the rule check.
-                    // `<` is false for NaN, which then takes the full path as before.
-                    if top.len() == per_beam && sum < top[per_beam - 1].0 {
+                for (block, lps) in lps.chunks(SCAN_BLOCK).enumerate() {
+                    // Most tokens lose to the current k + 1: reject them before the rule check,
+                    // a whole block at once where possible (`block_max`). `<` is false for NaN,
+                    // which then takes the full path as before.
+                    if top.len() == per_beam && open.logprob + block_max(lps) < top[per_beam - 1].0
+                    {
                         continue;
                     }
-                    let v = v as u32;
-                    if allowed.permits(v) {
-                        push_top(&mut top, per_beam, (sum, v));
+                    for (i, &lp) in lps.iter().enumerate() {
+                        let sum = open.logprob + clean(lp);
+                        if top.len() == per_beam && sum < top[per_beam - 1].0 {
+                            continue;
+                        }
+                        let v = (block * SCAN_BLOCK + i) as u32;
+                        if allowed.permits(v) {
+                            push_top(&mut top, per_beam, (sum, v));
+                        }
                     }
                 }
                 cands.extend(top.iter().map(|&(sum, token)| Cand {

@@ -5,7 +5,8 @@
 use std::cmp::Ordering;
 
 use crate::common::{
-    Finished, Limits, Open, Rules, attention_row, cand_order, check_output, clean, reorder,
+    Finished, Limits, Open, Rules, SCAN_BLOCK, attention_row, block_max, cand_order, check_output,
+    clean, reorder,
 };
 use crate::config::{Hypothesis, SearchConfig, SearchError};
 use crate::step::StepModel;
@@ -51,25 +52,31 @@ pub(crate) fn greedy<M: StepModel>(
             let allowed = rules.allowed(&s.open.tokens, lim);
             let mut best: Option<(f32, u32)> = None;
             let mut best_open: Option<(f32, u32)> = None;
-            for (v, &lp) in lps.iter().enumerate() {
-                let sum = s.open.logprob + clean(lp);
+            for (block, lps) in lps.chunks(SCAN_BLOCK).enumerate() {
                 // `best` is never worse than `best_open`, so a token below `best_open` changes
-                // neither: skip it before the rule check (NaN compares false and goes on).
-                if best_open.is_some_and(|(b, _)| sum < b) {
+                // neither: skip it before the rule check, a whole block at once where possible
+                // (`block_max`; NaN compares false and goes on).
+                if best_open.is_some_and(|(b, _)| s.open.logprob + block_max(lps) < b) {
                     continue;
                 }
-                let v = v as u32;
-                if !allowed.permits(v) {
-                    continue;
-                }
-                let better = |b: Option<(f32, u32)>| {
-                    b.is_none_or(|b| cand_order((sum, v), b) == Ordering::Less)
-                };
-                if better(best) {
-                    best = Some((sum, v));
-                }
-                if v != eos && better(best_open) {
-                    best_open = Some((sum, v));
+                for (i, &lp) in lps.iter().enumerate() {
+                    let sum = s.open.logprob + clean(lp);
+                    if best_open.is_some_and(|(b, _)| sum < b) {
+                        continue;
+                    }
+                    let v = (block * SCAN_BLOCK + i) as u32;
+                    if !allowed.permits(v) {
+                        continue;
+                    }
+                    let better = |b: Option<(f32, u32)>| {
+                        b.is_none_or(|b| cand_order((sum, v), b) == Ordering::Less)
+                    };
+                    if better(best) {
+                        best = Some((sum, v));
+                    }
+                    if v != eos && better(best_open) {
+                        best_open = Some((sum, v));
+                    }
                 }
             }
             let attn = |cfg: &SearchConfig| {

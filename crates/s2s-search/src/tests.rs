@@ -1,8 +1,9 @@
-//! Unit tests that need the crate's internals: the stopping rule never changes a result.
+//! Unit tests that need the crate's internals: the stopping rule never changes a result, and the
+//! scans' block maximum.
 
 use proptest::prelude::*;
 
-use crate::common::Bound;
+use crate::common::{Bound, SCAN_BLOCK, block_max, clean};
 use crate::toy::{Fallback, TableModel};
 use crate::{LengthPenalty, SearchConfig, SpecialTokens, Strategy as Search, beam, greedy};
 
@@ -84,4 +85,23 @@ fn alpha_bound_uses_the_largest_penalty() {
         LengthPenalty::Alpha(-1.0).bound(-6.0, 2, 10),
         -6.0 / (1.0 / 3.0)
     );
+}
+
+proptest! {
+    /// `block_max` is the largest `clean(x)`, NaN counting as -inf, for full and partial blocks.
+    #[test]
+    fn block_max_is_the_largest_clean_value(
+        xs in proptest::collection::vec(
+            prop_oneof![
+                -1e4f32..1e4,
+                Just(f32::NAN),
+                Just(f32::NEG_INFINITY),
+                Just(f32::INFINITY),
+            ],
+            0..=SCAN_BLOCK,
+        )
+    ) {
+        let want = xs.iter().map(|&x| clean(x)).fold(f32::NEG_INFINITY, f32::max);
+        prop_assert_eq!(block_max(&xs).to_bits(), want.to_bits());
+    }
 }

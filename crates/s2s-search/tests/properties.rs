@@ -168,6 +168,22 @@ proptest! {
         }
     }
 
+    /// Vocabularies of several scan blocks (`SCAN_BLOCK` = 16 tokens), where greedy and beam
+    /// search skip whole blocks once their best candidates are known.
+    #[test]
+    fn beam_1_equals_greedy_over_wide_vocabularies(c in case(70, 6), min_len in 0usize..3,
+                                                   ban_unk: bool, no_repeat in 0usize..3) {
+        let mut g = c.cfg(Search::Greedy, 1);
+        g.min_len = min_len;
+        g.ban_unk = ban_unk;
+        g.no_repeat_ngram = no_repeat;
+        let mut b = g.clone();
+        b.strategy = Search::Beam { k: 1 };
+        let model = c.model();
+        let greedy = search(&model, &c.sources, &g).unwrap();
+        prop_assert_eq!(&greedy, &search(&model, &c.sources, &b).unwrap());
+    }
+
     #[test]
     fn first_of_nbest_equals_nbest_1(c in case(12, 10), k in 1usize..7, n in 1usize..7) {
         let n = n.min(k);
