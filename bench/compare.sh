@@ -3,7 +3,12 @@
 # them on (model, phase), prints a markdown table of times, ratios and peak memory, and writes it
 # into docs/performance.md between the `bench:begin` / `bench:end` markers.
 #
-#   bench/compare.sh [S2S_BINARY] [-- extra args for both, e.g. --reps 5 --models rnnsearch]
+#   bench/compare.sh [S2S_BINARY] [--rounds N] [-- extra args for both, e.g. --reps 5 --models rnnsearch]
+#
+# Each (model, phase) is measured by s2s and by PyTorch back to back, in N rounds (default 3) whose
+# order alternates (s2s first, then PyTorch first): on a shared VM the speed drifts by 10-30% over
+# minutes, and a pair measured seconds apart sees the same drift. The table gives each side's
+# median time over the rounds and the median (and range) of the per-round ratios.
 #
 # S2S_BINARY defaults to $S2S, then target/release/s2s. When it does not exist (or with
 # --pytorch-only) only the reference runs and the s2s columns say "pending".
@@ -22,14 +27,30 @@ if [ $# -gt 0 ] && [ "$1" != "--" ] && [ "$1" != "--pytorch-only" ]; then
   s2s="$1"
   shift
 fi
-if [ $# -gt 0 ] && [ "$1" = "--pytorch-only" ]; then
-  pytorch_only=1
+rounds=3
+while [ $# -gt 0 ] && [ "$1" != "--" ]; do
+  case "$1" in
+    --pytorch-only) pytorch_only=1 ;;
+    --rounds) rounds="$2"; shift ;;
+    *) echo "unknown option $1 (options for both sides go after --)" >&2; exit 2 ;;
+  esac
   shift
-fi
+done
 if [ $# -gt 0 ] && [ "$1" = "--" ]; then
   shift
 fi
-extra=("$@")
+# --models and --phases are taken out of the shared options: the loop below passes one of each.
+models="rnnsearch,transformer,convs2s"
+phases="train,greedy,beam"
+extra=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --models) models="$2"; shift ;;
+    --phases) phases="$2"; shift ;;
+    *) extra+=("$1") ;;
+  esac
+  shift
+done
 python="${PYTHON:-$root/bench/.venv/bin/python}"
 if [ ! -x "$python" ]; then
   echo "no $python: run bench/setup.sh first (or set PYTHON)" >&2
@@ -48,36 +69,81 @@ fi
 out="$root/bench/results"
 mkdir -p "$out"
 : > "$out/s2s.jsonl"
+: > "$out/pytorch.jsonl"
+: > "$out/pytorch.log"
 s2s_cmd="(s2s binary missing)"
-if [ "$pytorch_only" = 0 ]; then
-  s2s_cmd="$s2s bench --json ${extra[*]:-}"
-  echo "+ $s2s_cmd" >&2
-  "$s2s" bench --json "${extra[@]}" | tee "$out/s2s.jsonl"
-fi
-ref_cmd="bench/.venv/bin/python bench/reference.py ${extra[*]:-}"
-echo "+ $ref_cmd" >&2
-"$python" bench/reference.py "${extra[@]}" 2> >(tee "$out/pytorch.log" >&2) | tee "$out/pytorch.jsonl"
-wait || true
+[ "$pytorch_only" = 0 ] && s2s_cmd="$s2s bench --json --models M --phases P ${extra[*]:-}"
+ref_cmd="bench/.venv/bin/python bench/reference.py --models M --phases P ${extra[*]:-}"
+run_s2s() {
+  [ "$pytorch_only" = 0 ] || return 0
+  echo "+ $s2s bench --json --models $1 --phases $2 ${extra[*]:-}" >&2
+  "$s2s" bench --json --models "$1" --phases "$2" "${extra[@]}" | tee -a "$out/s2s.jsonl"
+}
+run_ref() {
+  echo "+ bench/.venv/bin/python bench/reference.py --models $1 --phases $2 ${extra[*]:-}" >&2
+  "$python" bench/reference.py --models "$1" --phases "$2" "${extra[@]}" \
+    2> >(tee -a "$out/pytorch.log" >&2) | tee -a "$out/pytorch.jsonl"
+  wait || true
+}
+for ((round = 1; round <= rounds; round++)); do
+  echo "# round $round of $rounds" >&2
+  for m in ${models//,/ }; do
+    for p in ${phases//,/ }; do
+      if ((round % 2)); then
+        run_s2s "$m" "$p"
+        run_ref "$m" "$p"
+      else
+        run_ref "$m" "$p"
+        run_s2s "$m" "$p"
+      fi
+    done
+  done
+done
 
 load_end="$(cut -d' ' -f1 /proc/loadavg)"
-LOAD="$load" LOAD_END="$load_end" S2S_CMD="$s2s_cmd" REF_CMD="$ref_cmd" NO_DOC="${NO_DOC:-0}" python3 - "$out" <<'PY'
+ROUNDS="$rounds" LOAD="$load" LOAD_END="$load_end" S2S_CMD="$s2s_cmd" REF_CMD="$ref_cmd" NO_DOC="${NO_DOC:-0}" python3 - "$out" <<'PY'
 import datetime, json, os, re, subprocess, sys
 
 out = sys.argv[1]
 
 
 def load(name):
+    """Every measurement of each (model, phase), in round order."""
     rows = {}
     with open(os.path.join(out, name)) as f:
         for line in f:
             line = line.strip()
             if line.startswith("{"):
                 r = json.loads(line)
-                rows[(r["model"], r["phase"])] = r
+                rows.setdefault((r["model"], r["phase"]), []).append(r)
     return rows
 
 
-s2s, ref = load("s2s.jsonl"), load("pytorch.jsonl")
+def median(xs):
+    xs = sorted(xs)
+    n = len(xs)
+    return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
+
+
+def summary(runs):
+    """One row per (model, phase): the first run's fields, times and memory as medians."""
+    rows = {}
+    for k, rs in runs.items():
+        r = dict(rs[0])
+        r["ms_per_batch"] = median([x["ms_per_batch"] for x in rs])
+        r["peak_rss_mb"] = median([x["peak_rss_mb"] for x in rs])
+        rows[k] = r
+    return rows
+
+
+s2s_runs, ref_runs = load("s2s.jsonl"), load("pytorch.jsonl")
+s2s, ref = summary(s2s_runs), summary(ref_runs)
+
+
+def ratios(k):
+    """s2s / PyTorch of each round in which both sides measured (model, phase)."""
+    pairs = zip(s2s_runs.get(k, []), ref_runs.get(k, []))
+    return [a["ms_per_batch"] / b["ms_per_batch"] for a, b in pairs]
 # Targets of issue #10: ratio s2s / PyTorch (lower is better for s2s).
 TIME_TARGET = {("rnnsearch", "train"): 1.0, ("transformer", "train"): 1.0}
 PHASE_TARGET = {"greedy": 0.7, "beam": 0.5}
@@ -100,8 +166,8 @@ order = {m: i for i, m in enumerate(["rnnsearch", "transformer", "convs2s"])}
 porder = {p: i for i, p in enumerate(["train", "greedy", "beam"])}
 keys = sorted(set(ref) | set(s2s), key=lambda k: (order.get(k[0], 9), porder.get(k[1], 9)))
 lines = [
-    "| model | phase | s2s ms | PyTorch ms | s2s/PyTorch | target | s2s peak MiB | PyTorch peak MiB | mem s2s/PyTorch | mem target | params s2s / PyTorch |",
-    "|---|---|---:|---:|---:|---|---:|---:|---:|---|---|",
+    "| model | phase | s2s ms | PyTorch ms | s2s/PyTorch | ratio range | target | s2s peak MiB | PyTorch peak MiB | mem s2s/PyTorch | mem target | params s2s / PyTorch |",
+    "|---|---|---:|---:|---:|---|---|---:|---:|---:|---|---|",
 ]
 param_notes = []
 for k in keys:
@@ -110,7 +176,9 @@ for k in keys:
     ms_b = b["ms_per_batch"] if b else None
     mem_a = a["peak_rss_mb"] if a else None
     mem_b = b["peak_rss_mb"] if b else None
-    ratio = ms_a / ms_b if ms_a and ms_b else None
+    rs = ratios(k)
+    ratio = median(rs) if rs else None
+    spread = f"{min(rs):.2f}-{max(rs):.2f}x" if len(rs) > 1 else "-"
     mratio = mem_a / mem_b if mem_a and mem_b else None
     t = TIME_TARGET.get(k, PHASE_TARGET.get(k[1]))
     mt = MEM_TARGET.get(k[1])
@@ -121,7 +189,7 @@ for k in keys:
         param_notes.append(k)
     lines.append(
         f"| {k[0]} | {k[1]} | {fmt(ms_a, '.1f')} | {fmt(ms_b, '.1f')} | "
-        f"{fmt(ratio, '.2f') + ('x' if ratio else '')} | {judged(ratio, t)} | "
+        f"{fmt(ratio, '.2f') + ('x' if ratio else '')} | {spread} | {judged(ratio, t)} | "
         f"{fmt(mem_a, '.0f')} | {fmt(mem_b, '.0f')} | "
         f"{fmt(mratio, '.2f') + ('x' if mratio else '')} | {judged(mratio, mt)} | {params} |"
     )
@@ -138,7 +206,7 @@ if os.path.exists(log):
             peak, peak_desc = float(m.group(1)), line.split(";", 1)[-1].strip()
         m = re.search(r"measured gemm ceiling: (\d+) GFLOP/s", line)
         if m:
-            ceiling = float(m.group(1))
+            ceiling = max(ceiling or 0.0, float(m.group(1)))
 flops = ["", "| model | phase | GFLOP per batch | s2s GFLOP/s | PyTorch GFLOP/s | s2s % of peak | PyTorch % of peak | GFLOP/s the target needs | vs gemm ceiling |",
          "|---|---|---:|---:|---:|---:|---:|---:|---|"]
 any_flops = False
@@ -182,6 +250,10 @@ block = [
     f"1-minute load average {os.environ['LOAD']} before, {os.environ['LOAD_END']} after "
     "(after includes the benchmark itself).",
     "",
+    f"{os.environ['ROUNDS']} rounds; in each, every (model, phase) measured by both sides back to "
+    "back, in alternating order. Times and memory are medians over the rounds; s2s/PyTorch is the "
+    "median of the per-round ratios, with their range.",
+    "",
     "```",
     os.environ["S2S_CMD"],
     os.environ["REF_CMD"],
@@ -205,7 +277,7 @@ if any_flops:
         block += ["", f"Peak: {peak_desc}."]
     if ceiling:
         block += ["", f"Measured gemm ceiling: {ceiling:.0f} GFLOP/s (a 1536^3 fp32 product in "
-                  "PyTorch with the same threads, best of 10). A batch's matrix products alone "
+                  "PyTorch with the same threads, best of 10 in each reference run, best of the runs). A batch's matrix products alone "
                   "cannot run faster than that, so a target that needs more is out of reach for "
                   "any implementation of the same model on this machine."]
 if base:
