@@ -40,9 +40,13 @@ pub fn worker_count(device: &Device, sentences: usize) -> usize {
     if *device != Device::flex() {
         return 1;
     }
-    rayon::current_num_threads()
-        .min(sentences / MIN_SENTENCES_PER_WORKER)
-        .max(1)
+    let wanted = rayon::current_num_threads().min(sentences / MIN_SENTENCES_PER_WORKER);
+    if wanted < 2 {
+        return 1;
+    }
+    // The pools are made once, for the threads of the first batch that is split; a caller
+    // inside a larger rayon pool still gets no more workers than there are pools.
+    wanted.min(pools().len())
 }
 
 /// Runs `f` on every part at once, part `i` on worker `i`'s single-threaded pool, and returns
