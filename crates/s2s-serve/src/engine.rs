@@ -70,6 +70,8 @@ pub struct Stats {
     pub max_group_requests: AtomicU64,
     /// Requests accepted but not yet taken by the worker (the queue's depth now).
     pub queued: AtomicU64,
+    /// Requests accepted into the queue so far (those turned away with 503 not counted).
+    pub accepted: AtomicU64,
 }
 
 impl Stats {
@@ -81,6 +83,7 @@ impl Stats {
             "batches": g(&self.batches),
             "max_group_requests": g(&self.max_group_requests),
             "queued": g(&self.queued),
+            "accepted": g(&self.accepted),
         })
     }
 }
@@ -185,6 +188,8 @@ impl Engine {
         let sent = self.tx.try_send(Job { texts, opts, reply });
         if sent.is_err() {
             self.stats.queued.fetch_sub(1, Ordering::Relaxed);
+        } else {
+            self.stats.accepted.fetch_add(1, Ordering::Relaxed);
         }
         match sent {
             Ok(()) => Ok(rx),

@@ -299,7 +299,12 @@ fn full_queue_gets_503() {
     // The server recovers once the burst is over, and the queue is empty again.
     let r = translate(addr, &json!({ "text": "1 2" }));
     assert_eq!(r.status, 200);
-    assert_eq!(get(addr, "/health").json()["stats"]["queued"], 0);
+    let stats = get(addr, "/health").json()["stats"].clone();
+    assert_eq!(stats["queued"], 0);
+    assert_eq!(
+        stats["accepted"], 3,
+        "A, B and the last one; not C: {stats}"
+    );
 }
 
 #[test]
@@ -418,8 +423,9 @@ fn graceful_shutdown_finishes_in_flight_requests() {
     let mut server = start(cfg);
     let addr = server.addr();
     let inflight = std::thread::spawn(move || translate(addr, &json!({ "text": "3 1 4 1 5" })));
-    // The request waits in the batching window while the server is told to stop.
-    std::thread::sleep(Duration::from_millis(300));
+    // The request waits in the batching window (up to `max_wait`) while the server is told to
+    // stop: shut down as soon as the engine has accepted it.
+    wait_for_stats(addr, "the request to be accepted", |s| s["accepted"] == 1);
     server.begin_shutdown();
     let r = inflight.join().unwrap();
     assert_eq!(r.status, 200, "{}", r.body);
