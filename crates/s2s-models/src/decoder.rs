@@ -164,36 +164,42 @@ pub fn translate_all(
     order.sort_by_key(|&i| std::cmp::Reverse(sources[i].len()));
     let mut out: Vec<Vec<s2s_search::Hypothesis>> = vec![Vec::new(); sources.len()];
     for chunk in order.chunks(batch_size.max(1)) {
-        let batch: Vec<Vec<u32>> = chunk.iter().map(|&i| sources[i].clone()).collect();
-        for (&i, hyps) in chunk.iter().zip(search_on_workers(&decoder, &batch, cfg)?) {
+        for (&i, hyps) in chunk
+            .iter()
+            .zip(search_on_workers(&decoder, sources, chunk, cfg)?)
+        {
             out[i] = hyps;
         }
     }
     Ok(out)
 }
 
-/// Searches one batch, split over the CPU's cores when it is large enough
-/// ([`crate::workers`]). Sentence `i` goes to worker `i % workers`: the batch is sorted by
-/// length, so every worker gets long and short sentences alike.
+/// Searches the batch `sources[chunk]`, split over the CPU's cores when it is large enough
+/// ([`crate::workers`]). Sentence `chunk[j]` goes to worker `j % workers`: the chunk is sorted by
+/// length, so every worker gets long and short sentences alike. Results are in `chunk` order.
 fn search_on_workers(
     decoder: &Decoder,
-    batch: &[Vec<u32>],
+    sources: &[Vec<u32>],
+    chunk: &[usize],
     cfg: &s2s_search::SearchConfig,
 ) -> Result<Vec<Vec<s2s_search::Hypothesis>>, s2s_search::SearchError> {
-    let workers = crate::workers::worker_count(&decoder.device, batch.len());
-    if workers < 2 {
-        return s2s_search::search(decoder, batch, cfg);
-    }
-    let parts: Vec<Vec<Vec<u32>>> = (0..workers)
-        .map(|w| batch.iter().skip(w).step_by(workers).cloned().collect())
+    let workers = crate::workers::worker_count(&decoder.device, chunk.len());
+    let mut parts: Vec<Vec<Vec<u32>>> = (0..workers)
+        .map(|w| {
+            let rows = chunk.iter().skip(w).step_by(workers);
+            rows.map(|&i| sources[i].clone()).collect()
+        })
         .collect();
+    if workers == 1 {
+        return s2s_search::search(decoder, &parts.pop().unwrap_or_default(), cfg);
+    }
     let mut results = Vec::with_capacity(workers);
     for part in crate::workers::run_each(parts, |part| s2s_search::search(decoder, &part, cfg)) {
         results.push(part?.into_iter());
     }
-    Ok((0..batch.len())
-        .map(|i| {
-            results[i % workers]
+    Ok((0..chunk.len())
+        .map(|j| {
+            results[j % workers]
                 .next()
                 .expect("one result per sentence")
         })
