@@ -215,6 +215,24 @@ impl Batch {
         Batch::from_pairs(&pairs)
     }
 
+    /// Rows `range` of this batch as a batch of their own, with the same padded lengths, so
+    /// every row holds exactly what it holds here.
+    pub fn rows(&self, range: std::ops::Range<usize>) -> Batch {
+        let (s, t) = (self.src_len, self.tgt_len);
+        Batch {
+            batch_size: range.len(),
+            src_len: s,
+            tgt_len: t,
+            src: self.src[range.start * s..range.end * s].to_vec(),
+            src_lens: self.src_lens[range.clone()].to_vec(),
+            src_mask: self.src_mask[range.start * s..range.end * s].to_vec(),
+            tgt_in: self.tgt_in[range.start * t..range.end * t].to_vec(),
+            tgt_out: self.tgt_out[range.start * t..range.end * t].to_vec(),
+            tgt_lens: self.tgt_lens[range.clone()].to_vec(),
+            tgt_mask: self.tgt_mask[range.start * t..range.end * t].to_vec(),
+        }
+    }
+
     /// Number of real target tokens (`sum(tgt_lens)`, `<eos>` included): the usual loss
     /// normaliser.
     pub fn num_tgt_tokens(&self) -> usize {
@@ -230,6 +248,33 @@ impl Batch {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rows_keep_the_padded_lengths() {
+        let pairs = [
+            (vec![5, 6, 7], vec![8]),
+            (vec![9], vec![10, 11, 12]),
+            (vec![13, 14], vec![15, 16]),
+        ];
+        let whole = Batch::from_pairs(&pairs);
+        let tail = whole.rows(1..3);
+        assert_eq!((tail.batch_size, tail.src_len, tail.tgt_len), (2, 4, 4));
+        let alone = Batch::from_pairs(&pairs[1..]);
+        // The same rows built on their own pad to their own lengths; cut from the whole batch
+        // they keep its lengths, and so its padding.
+        assert_eq!(alone.src_len, 3);
+        assert_eq!(&tail.src[..], &whole.src[4..]);
+        assert_eq!(&tail.tgt_out[..], &whole.tgt_out[4..]);
+        assert_eq!(&tail.tgt_in[..], &whole.tgt_in[4..]);
+        assert_eq!(&tail.src_mask[..], &whole.src_mask[4..]);
+        assert_eq!(&tail.tgt_mask[..], &whole.tgt_mask[4..]);
+        assert_eq!(tail.src_lens, vec![2, 3]);
+        assert_eq!(tail.tgt_lens, vec![4, 3]);
+        assert_eq!(
+            whole.rows(0..1).num_tgt_tokens() + tail.num_tgt_tokens(),
+            whole.num_tgt_tokens()
+        );
+    }
 
     #[test]
     fn pads_and_shifts() {

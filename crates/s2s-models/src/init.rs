@@ -1,7 +1,7 @@
 //! Parameter initialisers shared by the Transformer and ConvS2S, which follow fairseq's schemes
 //! rather than burn's defaults (Kaiming-uniform weights *and* biases).
 
-use burn::module::Param;
+use burn::module::{Module, ModuleVisitor, Param};
 use burn::nn::{Embedding, Initializer, Linear};
 use burn::tensor::{Device, Distribution, Tensor, TensorData};
 
@@ -49,4 +49,19 @@ pub fn embedding(n: usize, d: usize, std: f64, pad: Option<u32>, device: &Device
     Embedding {
         weight: Param::from_tensor(weight),
     }
+}
+
+/// Draws every parameter's initial value now, on this thread. burn initialises parameters
+/// lazily, at their first read, from the generator of the thread that reads them; a model
+/// whose first reads happen in worker threads (batches split over the cores, or several devices)
+/// would take its initial values from whichever worker got there first. Drawn here, they come
+/// from the generator the caller just seeded.
+pub fn draw_now<M: Module>(model: &M) {
+    struct Touch;
+    impl ModuleVisitor for Touch {
+        fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
+            let _ = param.val();
+        }
+    }
+    model.visit(&mut Touch);
 }

@@ -41,8 +41,31 @@ impl Seq2SeqModel {
         Self::try_new(cfg, src_vocab, tgt_vocab, device).unwrap_or_else(|e| panic!("{e}"))
     }
 
-    /// Builds a model, or says why the config does not fit the vocabularies.
+    /// Builds a model, or says why the config does not fit the vocabularies. Every parameter is
+    /// drawn here, from this thread's generator (see [`init::draw_now`]).
     pub fn try_new(
+        cfg: &ModelConfig,
+        src_vocab: usize,
+        tgt_vocab: usize,
+        device: &Device,
+    ) -> Result<Self, String> {
+        let model = Self::undrawn(cfg, src_vocab, tgt_vocab, device)?;
+        init::draw_now(&model);
+        Ok(model)
+    }
+
+    /// A model whose weights are about to be loaded: its parameters stay undrawn (burn's lazy
+    /// initialisation), since loading replaces them, which saves drawing them for nothing.
+    pub fn for_loading(
+        cfg: &ModelConfig,
+        src_vocab: usize,
+        tgt_vocab: usize,
+        device: &Device,
+    ) -> Result<Self, String> {
+        Self::undrawn(cfg, src_vocab, tgt_vocab, device)
+    }
+
+    fn undrawn(
         cfg: &ModelConfig,
         src_vocab: usize,
         tgt_vocab: usize,

@@ -1,13 +1,16 @@
-//! Sentence-parallel decoding on the CPU: a batch is split into sub-batches that are searched
-//! at the same time, one per core, each with single-threaded tensor ops.
+//! Batch splitting over the CPU cores: a batch is split into sub-batches that are searched (or,
+//! in training, forwarded and backpropagated by a replica of the model) at the same time, one
+//! per core, each with single-threaded tensor ops.
 //!
 //! Why: a decoding step multiplies 64 to 320 rows by each weight matrix, products of a few
 //! hundred microseconds. Split over the cores op by op, every product, softmax and search scan
 //! ends in a thread barrier, and everything between the products (the search's host-side work,
-//! small element-wise ops) runs on one core while the others wait. Sentences are independent
-//! and search is batch-invariant, so giving each core its own sentences computes the same
-//! hypotheses with one barrier per batch. Marian decodes on CPUs the same way (one worker per
-//! thread, `--cpu-threads`).
+//! small element-wise ops) runs on one core while the others wait. A recurrent training step is
+//! no different: a few dozen timesteps in sequence, each a handful of 64-row products, forwards
+//! and backwards. Sentences are independent and search is batch-invariant, so giving each core
+//! its own sentences computes the same hypotheses with one barrier per batch; in training, the
+//! replicas' gradients add up to the batch's. Marian does both on CPUs this way (one worker per
+//! thread, `--cpu-threads`); training is s2s-train's `data_parallel::split_over_cores`.
 
 use burn::tensor::Device;
 use std::sync::OnceLock;
@@ -25,9 +28,9 @@ fn pools() -> &'static [rayon::ThreadPool] {
             .map(|i| {
                 rayon::ThreadPoolBuilder::new()
                     .num_threads(1)
-                    .thread_name(move |_| format!("s2s-decode-{i}"))
+                    .thread_name(move |_| format!("s2s-worker-{i}"))
                     .build()
-                    .expect("cannot start a decoding thread")
+                    .expect("cannot start a worker thread")
             })
             .collect()
     })
@@ -53,10 +56,7 @@ pub fn worker_count(device: &Device, sentences: usize) -> usize {
 /// the results in order. A panic in any part is re-raised here.
 pub fn run_each<T: Send, R: Send>(parts: Vec<T>, f: impl Fn(T) -> R + Sync) -> Vec<R> {
     let pools = pools();
-    assert!(
-        parts.len() <= pools.len(),
-        "more parts than decoding workers"
-    );
+    assert!(parts.len() <= pools.len(), "more parts than workers");
     let f = &f;
     std::thread::scope(|scope| {
         let handles: Vec<_> = parts

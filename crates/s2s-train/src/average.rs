@@ -155,11 +155,14 @@ pub fn average_checkpoints(
     }
     let chosen = newest_checkpoints(model_dir, last)?;
 
-    let build = || Seq2SeqModel::new(&run.model, run.src_vocab, run.tgt_vocab, device);
+    let build = || {
+        Seq2SeqModel::for_loading(&run.model, run.src_vocab, run.tgt_vocab, device)
+            .map_err(TrainError::Config)
+    };
     let mut sums = Sums::new();
     for (_, dir) in &chosen {
         let path = dir.join(WEIGHTS);
-        let model = s2s_models::io::load_checkpoint(build(), &path)?;
+        let model = s2s_models::io::load_checkpoint(build()?, &path)?;
         accumulate(&mut sums, &model, &path)?;
     }
     let n = chosen.len() as f64;
@@ -170,7 +173,7 @@ pub fn average_checkpoints(
             bridge::from_data(TensorData::new(mean, shape), name, None)
         })
         .collect();
-    let mut model = build();
+    let mut model = build()?;
     let applied = model.apply(tensors, None, None, false);
     if !applied.errors.is_empty() || !applied.missing.is_empty() || !applied.unused.is_empty() {
         return Err(TrainError::Corrupt(format!(

@@ -3,13 +3,13 @@
 //! that `bench/reference.py` measures in PyTorch, so the two can be compared side by side.
 
 use crate::config::TrainConfig;
-use crate::loss::projected_label_smoothed_nll;
+use crate::data_parallel::batch_gradients;
 use crate::trainer::{make_optimizer, special_tokens};
 use burn::module::Module;
-use burn::optim::GradientsParams;
 use burn::optim::lr_scheduler::module_lr_scheduler::ModuleLearningRate;
-use burn::tensor::{Device, Int, Tensor, TensorData};
-use s2s_models::{ModelConfig, PaddedIds, Seq2SeqModel, preset};
+use burn::tensor::Device;
+use s2s_data::Batch;
+use s2s_models::{ModelConfig, Seq2SeqModel, preset};
 use s2s_search::{LengthPenalty, SearchConfig, Strategy};
 use serde::{Deserialize, Serialize};
 use std::time::Instant;
@@ -73,16 +73,9 @@ pub fn model_config(name: &str) -> Option<ModelConfig> {
     Some(cfg)
 }
 
-/// The bake-off's synthetic batch (same generator as `bench/reference.py`): random source ids,
-/// targets that copy the source prefix with lengths 10..20, padded with 0.
-pub struct SyntheticBatch {
-    pub src: Vec<u32>,
-    pub tgt_in: Vec<u32>,
-    pub tgt_out: Vec<u32>,
-    pub tgt_tokens: usize,
-}
-
-pub fn synthetic_batch(shape: &Shape) -> SyntheticBatch {
+/// The bake-off's synthetic batch (same generator as `bench/reference.py`): random source ids
+/// filling every position, targets that copy the source prefix with lengths 10..20, padded.
+pub fn synthetic_batch(shape: &Shape) -> Batch {
     let (b, s, t) = (shape.batch, shape.src_len, shape.tgt_len);
     let mut state: u64 = 12345;
     let first = s2s_data::EOS + 1;
@@ -94,35 +87,36 @@ pub fn synthetic_batch(shape: &Shape) -> SyntheticBatch {
             first + ((state >> 33) % (shape.vocab as u64 - first as u64)) as u32
         })
         .collect();
-    let (mut tgt_in, mut tgt_out) = (vec![0u32; b * t], vec![0u32; b * t]);
-    let mut tgt_tokens = 0;
+    let (mut tgt_in, mut tgt_out) = (vec![s2s_data::PAD; b * t], vec![s2s_data::PAD; b * t]);
+    let mut tgt_mask = vec![false; b * t];
+    let mut tgt_lens = Vec::with_capacity(b);
     for row in 0..b {
-        let len = 10 + row % 11;
+        let len = (10 + row % 11).min(t);
         for j in 0..t {
-            tgt_out[row * t + j] = if j < len {
-                src[row * s + j.min(s - 1)]
-            } else {
-                0
-            };
+            if j < len {
+                tgt_out[row * t + j] = src[row * s + j.min(s - 1)];
+                tgt_mask[row * t + j] = true;
+            }
             tgt_in[row * t + j] = if j == 0 {
                 s2s_data::BOS
             } else {
                 tgt_out[row * t + j - 1]
             };
-            tgt_tokens += usize::from(j < len);
         }
+        tgt_lens.push(len);
     }
-    SyntheticBatch {
+    Batch {
+        batch_size: b,
+        src_len: s,
+        tgt_len: t,
         src,
+        src_lens: vec![s; b],
+        src_mask: vec![true; b * s],
         tgt_in,
         tgt_out,
-        tgt_tokens,
+        tgt_lens,
+        tgt_mask,
     }
-}
-
-fn ints(ids: &[u32], shape: [usize; 2], device: &Device) -> Tensor<2, Int> {
-    let v: Vec<i64> = ids.iter().map(|&t| t as i64).collect();
-    Tensor::from_data(TensorData::new(v, shape), device)
 }
 
 /// Peak resident set size of this process in MiB (Linux), or 0 where unknown.
@@ -166,25 +160,17 @@ pub fn measure(
             params = model.num_params();
             let train_cfg = TrainConfig::default();
             let mut optim = make_optimizer(&train_cfg);
-            let src = PaddedIds::from_flat(&data.src, b, s, s2s_data::PAD, &ad);
             for i in 0..warmup + reps {
                 let start = Instant::now();
-                let hidden = model.teacher_hidden(&src, ints(&data.tgt_in, [b, t], &ad), None);
-                let out = projected_label_smoothed_nll(
-                    hidden,
-                    &model.output_layer(),
-                    ints(&data.tgt_out, [b, t], &ad),
-                    s2s_data::PAD,
-                    0.1,
-                    data.tgt_tokens,
-                );
-                let grads = GradientsParams::from_grads(out.loss.backward(), &model);
+                // The step `s2s train` takes: on a CPU, the rows split over the cores.
+                let (_, _, pending) = batch_gradients(&model, device, &data, &train_cfg, i);
+                let grads = pending.grads(&model);
                 model = optim.step(ModuleLearningRate::from(1e-4), model, grads);
                 if i >= warmup {
                     times.push(start.elapsed().as_secs_f64());
                 }
             }
-            tokens_per_batch = data.tgt_tokens;
+            tokens_per_batch = data.num_tgt_tokens();
         }
         "greedy" | "beam" => {
             device.seed(1);
@@ -272,9 +258,14 @@ mod tests {
             );
         }
         assert_eq!(
-            d.tgt_tokens,
+            d.num_tgt_tokens(),
             (0..shape.batch).map(|r| 10 + r % 11).sum::<usize>()
         );
+        // The masks agree with the padding the loss skips.
+        for (i, &m) in d.tgt_mask.iter().enumerate() {
+            assert_eq!(m, d.tgt_out[i] != s2s_data::PAD, "target position {i}");
+        }
+        assert!(d.src_mask.iter().all(|&m| m));
     }
 
     #[test]

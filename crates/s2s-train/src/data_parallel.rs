@@ -20,12 +20,22 @@
 //!
 //! **Random streams and exact resume.** Batch `i` of the step is computed with the streams of
 //! replica `i`: replica 0 uses exactly the single-device seeds of the step, replica `i > 0` a
-//! seed mixed with `i` ([`replica_seed`]). burn's random generator is process-wide (flex and
-//! cubecl alike), so the seed-then-forward of a replica runs under a process lock; the backward
-//! passes, which draw nothing, run concurrently. Dropout masks are therefore a function of
-//! `(seed, step, replica)` and not of thread timing. The data position advances by k batches per
-//! step, so `state.json`'s `batch_in_epoch` stays exact and resume continues bit for bit, as long
-//! as it resumes with the same number of devices (another N changes which batches share a step).
+//! seed mixed with `i` ([`replica_seed`]). The CPU backend's generator is per thread (s2s's
+//! burn-flex patch), but cubecl's is process-wide, so the seed-then-forward of a device replica
+//! runs under a process lock; the backward passes, which draw nothing, run concurrently. Dropout
+//! masks are therefore a function of `(seed, step, replica)` and not of thread timing. The data
+//! position advances by k batches per step, so `state.json`'s `batch_in_epoch` stays exact and
+//! resume continues bit for bit, as long as it resumes with the same number of devices (another
+//! N changes which batches share a step).
+//!
+//! **One CPU, several cores** ([`split_over_cores`]). On the CPU, `s2s train` splits each batch's
+//! rows over the cores instead: core `i` trains a replica on its share with single-threaded ops
+//! and replica `i`'s streams, drawn from its own thread's generator (no lock), and the shares'
+//! losses are weighted by their target tokens, so the summed gradient is the batch's. This is
+//! Marian's CPU training (one graph per `--cpu-threads` worker). Why: split op by op, a recurrent
+//! step's 64-row products and small element-wise ops leave a core idle for a third of the time;
+//! measured numbers are in docs/performance.md. The split depends on the number of cores
+//! (`RAYON_NUM_THREADS`), so an exact resume needs the same number.
 
 use crate::TrainError;
 use crate::config::TrainConfig;
@@ -125,6 +135,116 @@ pub struct ParallelStep {
     pub grads: GradientsParams,
 }
 
+/// What one replica's forward and backward produced.
+struct ReplicaResult {
+    /// Its (unweighted) mean loss, for logging.
+    loss: f64,
+    tokens: usize,
+    grads: GradientsParams,
+}
+
+/// Forward and backward of batch `b` by a fork of `model` on `device` (autodiff), as replica
+/// `replica` of the step, with the loss scaled by `weight` before backward. Under
+/// `serial_forward`, the seed-then-forward holds the process lock (see the module docs).
+#[allow(clippy::too_many_arguments)]
+fn replica_step(
+    model: Seq2SeqModel,
+    device: &Device,
+    b: &Batch,
+    cfg: &TrainConfig,
+    step: usize,
+    replica: usize,
+    weight: f64,
+    serial_forward: bool,
+) -> ReplicaResult {
+    let replica_model = model.fork(device);
+    let out = if serial_forward {
+        let _rng = FORWARD.lock().unwrap_or_else(|e| e.into_inner());
+        batch_loss(&replica_model, device, b, cfg, step, replica)
+    } else {
+        batch_loss(&replica_model, device, b, cfg, step, replica)
+    };
+    let loss = out.loss.clone().into_scalar::<f32>() as f64;
+    let scaled = if weight == 1.0 {
+        out.loss
+    } else {
+        out.loss * weight
+    };
+    ReplicaResult {
+        loss,
+        tokens: b.num_tgt_tokens(),
+        grads: GradientsParams::from_grads(scaled.backward(), &replica_model),
+    }
+}
+
+/// Sums the replicas' (already weighted) gradients on `main`, and their losses weighted by
+/// target tokens.
+fn sum_replicas(model: &Seq2SeqModel, main: &Device, results: Vec<ReplicaResult>) -> ParallelStep {
+    let batches = results.len();
+    let mut accumulator = GradientsAccumulator::<Seq2SeqModel>::new();
+    let (mut loss_sum, mut tokens) = (0.0f64, 0usize);
+    for r in results {
+        loss_sum += r.loss * r.tokens as f64;
+        tokens += r.tokens;
+        accumulator.accumulate(model, r.grads.to_device(main, model));
+    }
+    ParallelStep {
+        batches,
+        tokens,
+        loss: loss_sum / tokens.max(1) as f64,
+        grads: accumulator.grads(),
+    }
+}
+
+/// The gradients of one batch on one device (`device`: the plain one; `model` lives on its
+/// autodiff version): on a CPU with several cores and enough rows, its rows split over the
+/// cores ([`split_over_cores`]), else one forward and one backward.
+pub fn batch_gradients(
+    model: &Seq2SeqModel,
+    device: &Device,
+    b: &Batch,
+    cfg: &TrainConfig,
+    step: usize,
+) -> (f64, usize, Pending) {
+    let workers = s2s_models::workers::worker_count(device, b.batch_size);
+    if workers > 1 {
+        let p = split_over_cores(model, device, b, cfg, step, workers);
+        return (p.loss, p.tokens, Pending::Grads(p.grads));
+    }
+    let out = batch_loss(model, &device.clone().autodiff(), b, cfg, step, 0);
+    let v = out.loss.clone().into_scalar::<f32>() as f64;
+    (v, b.num_tgt_tokens(), Pending::Loss(out.loss))
+}
+
+/// One batch's forward and backward with its rows split into `workers` contiguous shares, one
+/// per core: each core trains a fork of `model` on its share with single-threaded tensor ops
+/// (`s2s_models::workers`), and the gradients are summed. Each share's mean loss is weighted by
+/// its share of the batch's target tokens, so the sum is the batch's mean loss and the summed
+/// gradient is the batch's gradient (up to the order of floating-point additions). Share `i`
+/// draws dropout from replica `i`'s streams, on its worker thread's own generator.
+pub fn split_over_cores(
+    model: &Seq2SeqModel,
+    device: &Device,
+    b: &Batch,
+    cfg: &TrainConfig,
+    step: usize,
+    workers: usize,
+) -> ParallelStep {
+    let ad = device.clone().autodiff();
+    let total = b.num_tgt_tokens().max(1) as f64;
+    let shares: Vec<(usize, Batch, Seq2SeqModel)> = (0..workers)
+        .map(|i| {
+            let rows = i * b.batch_size / workers..(i + 1) * b.batch_size / workers;
+            (i, b.rows(rows), model.clone())
+        })
+        .collect();
+    let results = s2s_models::workers::run_each(shares, |(i, share, replica)| {
+        let weight = share.num_tgt_tokens() as f64 / total;
+        replica_step(replica, &ad, &share, cfg, step, i, weight, false)
+    });
+    sum_replicas(model, &ad, results)
+}
+
 /// Forward and backward of `batches[..k]` (k = min(devices, batches)) on one device each, in one
 /// thread per device; gradients averaged on `devices[0]`. `model` lives on the autodiff version
 /// of `devices[0]`. Worker panics (e.g. out of memory on one GPU) come back as errors naming the
@@ -140,24 +260,16 @@ pub fn forward_backward(
     let k = devices.len().min(batches.len());
     assert!(k > 0, "a data-parallel step needs a device and a batch");
     let main = devices[0].clone().autodiff();
-    let scale = 1.0 / k as f64;
-    let results: Vec<Result<(f64, usize, GradientsParams), String>> = std::thread::scope(|s| {
+    let scale = if k > 1 { 1.0 / k as f64 } else { 1.0 };
+    let results: Vec<Result<ReplicaResult, String>> = std::thread::scope(|s| {
         let workers: Vec<_> = (0..k)
             .map(|i| {
                 let device = devices[i].clone().autodiff();
                 let replica = model.clone();
                 let indices = &batches[i];
                 s.spawn(move || {
-                    let replica = replica.fork(&device);
                     let b = train.batch(indices);
-                    let out = {
-                        let _rng = FORWARD.lock().unwrap_or_else(|e| e.into_inner());
-                        batch_loss(&replica, &device, &b, cfg, step, i)
-                    };
-                    let value = out.loss.clone().into_scalar::<f32>() as f64;
-                    let loss = if k > 1 { out.loss * scale } else { out.loss };
-                    let grads = GradientsParams::from_grads(loss.backward(), &replica);
-                    (value, b.num_tgt_tokens(), grads)
+                    replica_step(replica, &device, &b, cfg, step, i, scale, true)
                 })
             })
             .collect();
@@ -179,18 +291,9 @@ pub fn forward_backward(
             })
             .collect()
     });
-    let mut accumulator = GradientsAccumulator::<Seq2SeqModel>::new();
-    let (mut loss_sum, mut tokens) = (0.0f64, 0usize);
-    for r in results {
-        let (value, n, grads) = r.map_err(TrainError::Config)?;
-        loss_sum += value * n as f64;
-        tokens += n;
-        accumulator.accumulate(model, grads.to_device(&main, model));
-    }
-    Ok(ParallelStep {
-        batches: k,
-        tokens,
-        loss: loss_sum / tokens.max(1) as f64,
-        grads: accumulator.grads(),
-    })
+    let results = results
+        .into_iter()
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(TrainError::Config)?;
+    Ok(sum_replicas(model, &main, results))
 }

@@ -119,7 +119,8 @@ pub fn load(dir: &Path, device: &Device) -> Result<LoadedModel, TrainError> {
             dir.display()
         )));
     }
-    let model = Seq2SeqModel::new(&run.model, run.src_vocab, run.tgt_vocab, device);
+    let model = Seq2SeqModel::for_loading(&run.model, run.src_vocab, run.tgt_vocab, device)
+        .map_err(TrainError::Config)?;
     let model = s2s_models::io::load_weights(model, &best)?;
     Ok(LoadedModel {
         run,

@@ -4,7 +4,7 @@
 use crate::TrainError;
 use crate::checkpoint::{self, OPTIMIZER, STATE, TrainerState, WEIGHTS};
 use crate::config::{BestBy, OptimizerKind, RunConfig};
-use crate::data_parallel::{Pending, batch_loss, forward_backward};
+use crate::data_parallel::{Pending, batch_gradients, forward_backward};
 use crate::loss::label_smoothed_nll;
 use crate::metrics::{self, MetricsRecord};
 use crate::schedule::{learning_rate, teacher_forcing_ratio};
@@ -325,7 +325,8 @@ pub fn train_on(
                 });
             }
             let step_start = Instant::now();
-            // Several devices: one batch each, averaged gradients (data_parallel.rs).
+            // Several devices: one batch each, averaged gradients; one CPU: the batch's rows split
+            // over its cores (data_parallel.rs).
             let (loss_value, tokens, pending) = if devices.len() > 1 {
                 let rest = &batches[st.batch_in_epoch..];
                 let p = forward_backward(&model, devices, corpus.train, rest, cfg, st.step)?;
@@ -333,10 +334,8 @@ pub fn train_on(
                 (p.loss, p.tokens, Pending::Grads(p.grads))
             } else {
                 let b = corpus.train.batch(&batches[st.batch_in_epoch]);
-                let out = batch_loss(&model, &ad, &b, cfg, st.step, 0);
                 st.batch_in_epoch += 1;
-                let v = out.loss.clone().into_scalar::<f32>() as f64;
-                (v, b.num_tgt_tokens(), Pending::Loss(out.loss))
+                batch_gradients(&model, device, &b, cfg, st.step)
             };
             // A non-finite loss or gradient norm skips the step (no update, no optimiser state
             // change); `max_bad_steps` of them in a row stop training with an error, leaving the

@@ -1,6 +1,7 @@
 //! Data parallelism over two CPU "devices" (the code path GPUs take): one step over batches
 //! (A, B) equals one optimiser step on the averaged gradients of A and B computed on one device,
-//! and a two-device training checkpoints and resumes bit for bit.
+//! and a two-device training checkpoints and resumes bit for bit. One batch split over the CPU's
+//! cores gives the batch's own gradient.
 
 mod common;
 
@@ -11,7 +12,7 @@ use common::*;
 use s2s_data::{BatchConfig, epoch_batches};
 use s2s_models::Seq2SeqModel;
 use s2s_models::backend::parse_devices;
-use s2s_train::data_parallel::{batch_loss, forward_backward};
+use s2s_train::data_parallel::{batch_loss, forward_backward, split_over_cores};
 use s2s_train::trainer::make_optimizer;
 
 fn config(data: &s2s_data::DataDir, max_steps: usize) -> s2s_train::RunConfig {
@@ -119,6 +120,105 @@ fn two_devices_step_on_the_averaged_gradients() {
     let by_single = adam.step(lr, model.clone(), single().1);
     let diff = max_diff(&by_parallel, &by_single);
     assert!(diff < 1e-6, "Adam after two devices differs by {diff}");
+}
+
+/// The first batch of the epoch (more than 16 rows, so that the trainer splits it).
+fn first_batch(data: &s2s_data::DataDir, run: &s2s_train::RunConfig) -> s2s_data::Batch {
+    let split = data.encode(&data.train);
+    let bcfg = BatchConfig {
+        max_tokens: run.train.max_tokens,
+        max_sentences: run.train.max_sentences,
+    };
+    let batches = epoch_batches(&split.lengths(), &bcfg, run.train.seed, 0);
+    let b = split.batch(&batches[0]);
+    assert!(b.batch_size >= 16, "{} rows", b.batch_size);
+    b
+}
+
+/// The sum of SGD-updated parameters' differences, as in the two-device test: one step on each
+/// gradient, then the largest parameter difference, and how far the step moved them at all.
+fn sgd_diff(model: &Seq2SeqModel, a: GradientsParams, b: GradientsParams) -> (f32, f32) {
+    let lr = ModuleLearningRate::from(0.5);
+    let by_a = SgdConfig::new().init().step(lr.clone(), model.clone(), a);
+    let by_b = SgdConfig::new().init().step(lr, model.clone(), b);
+    (max_diff(&by_a, &by_b), max_diff(model, &by_b))
+}
+
+#[test]
+fn a_batch_split_over_the_cores_has_the_batch_gradient() {
+    let _one_at_a_time = TRAINING.lock().unwrap_or_else(|e| e.into_inner());
+    let device = burn::tensor::Device::flex();
+    let ad = device.clone().autodiff();
+    let dir = tempfile::tempdir().unwrap();
+    let data = reversal_data(dir.path(), 300, 6);
+    // No dropout, no scheduled sampling: the split must give the whole batch's gradient.
+    let plain = common::run_config_toml(
+        &data,
+        "arch = \"rnnsearch-tiny\"\n[model]\ndropout = 0.0\n[train]\nmax_tokens = 600\n",
+    );
+    let b = first_batch(&data, &plain);
+    let workers = s2s_models::workers::worker_count(&device, b.batch_size);
+    if workers < 2 {
+        eprintln!("one core: the batch is not split here, nothing to compare");
+        return;
+    }
+    ad.seed(plain.train.seed);
+    let model = Seq2SeqModel::new(&plain.model, plain.src_vocab, plain.tgt_vocab, &ad);
+    let step = 3;
+    let split = split_over_cores(&model, &device, &b, &plain.train, step, workers);
+    assert_eq!(split.batches, workers);
+    assert_eq!(split.tokens, b.num_tgt_tokens());
+    let whole = batch_loss(&model, &ad, &b, &plain.train, step, 0).loss;
+    let whole_value = whole.clone().into_scalar::<f32>() as f64;
+    assert!(
+        (split.loss - whole_value).abs() < 1e-5,
+        "{} vs {whole_value}",
+        split.loss
+    );
+    let reference = GradientsParams::from_grads(whole.backward(), &model);
+    let (diff, moved) = sgd_diff(&model, split.grads, reference);
+    assert!(
+        moved > 1e-3,
+        "the step moved the parameters by only {moved}"
+    );
+    assert!(diff < 1e-6, "SGD after the split differs by {diff}");
+
+    // With dropout and scheduled sampling, share i draws from replica i's streams on its own
+    // thread: the same as computing the shares one after another here, and the same every time.
+    let noisy = config(&data, 1);
+    ad.seed(noisy.train.seed);
+    let model = Seq2SeqModel::new(&noisy.model, noisy.src_vocab, noisy.tgt_vocab, &ad);
+    let b = first_batch(&data, &noisy);
+    let split = || split_over_cores(&model, &device, &b, &noisy.train, step, workers);
+    let first = split();
+    let total = b.num_tgt_tokens() as f64;
+    let mut losses = Vec::new();
+    let mut sum = None;
+    for i in 0..workers {
+        let share = b.rows(i * b.batch_size / workers..(i + 1) * b.batch_size / workers);
+        let loss = batch_loss(&model, &ad, &share, &noisy.train, step, i).loss;
+        losses.push(loss.clone().into_scalar::<f32>() as f64 * share.num_tgt_tokens() as f64);
+        let weighted = loss * (share.num_tgt_tokens() as f64 / total);
+        sum = Some(match sum {
+            None => weighted,
+            Some(s) => s + weighted,
+        });
+    }
+    let expected = losses.iter().sum::<f64>() / total;
+    assert!(
+        (first.loss - expected).abs() < 1e-6,
+        "{} vs {expected}",
+        first.loss
+    );
+    let reference = GradientsParams::from_grads(sum.unwrap().backward(), &model);
+    let (diff, moved) = sgd_diff(&model, first.grads, reference);
+    assert!(
+        moved > 1e-3,
+        "the step moved the parameters by only {moved}"
+    );
+    assert!(diff < 1e-6, "SGD after the split differs by {diff}");
+    let (diff, _) = sgd_diff(&model, split().grads, split().grads);
+    assert_eq!(diff, 0.0, "two identical split steps differ");
 }
 
 /// Where (epoch, batch in epoch) a two-device run is after `steps` steps: each step takes two

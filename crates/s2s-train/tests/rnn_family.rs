@@ -9,7 +9,8 @@ fn learns_reversal(arch: &str, model_toml: &str, steps: usize) {
     learns_reversal_up_to(arch, model_toml, steps, 6);
 }
 
-/// Reversal of digit strings of 2..=`max_len` digits.
+/// Reversal of digit strings of 2..=`max_len` digits, in exactly `steps` steps (the epoch limit is
+/// lifted: 4000 pairs make only 40 batches).
 fn learns_reversal_up_to(arch: &str, model_toml: &str, steps: usize, max_len: usize) {
     let dir = tempfile::tempdir().unwrap();
     let data = reversal_data(dir.path(), 4000, max_len);
@@ -17,7 +18,7 @@ fn learns_reversal_up_to(arch: &str, model_toml: &str, steps: usize, max_len: us
         arch,
         &data,
         &format!(
-            "max_steps = {steps}\nmax_tokens = 1200\nmax_sentences = 100\nlr = 5e-3\nwarmup_steps = 50\nlabel_smoothing = 0.0\nvalid_every = {steps}\npatience = 0"
+            "max_steps = {steps}\nmax_tokens = 1200\nmax_sentences = 100\nlr = 5e-3\nwarmup_steps = 50\nlabel_smoothing = 0.0\nvalid_every = {steps}\npatience = 0\nmax_epochs = 1000"
         ),
     );
     if !model_toml.is_empty() {
@@ -73,7 +74,8 @@ fn luong_general_with_input_feeding_learns_reversal() {
 
 #[test]
 fn luong_dot_and_concat_scores_learn_reversal() {
-    learns_reversal("luong-tiny", "score = \"dot\"\ninput_feed = false", 800);
+    // Unscaled dot scores start out sharp: 800 steps were enough for only some seeds.
+    learns_reversal("luong-tiny", "score = \"dot\"\ninput_feed = false", 1200);
     // Luong's `concat` score is the additive form on the current state.
     learns_reversal("luong-tiny", "score = \"additive\"", 1000);
 }

@@ -7,6 +7,7 @@ use burn_backend::{
 use burn_ir::{BackendIr, HandleKind, TensorHandle};
 use burn_std::device::Device;
 use burn_std::rand::{SeedableRng, StdRng};
+#[cfg(not(feature = "std"))]
 use burn_std::sync::Mutex;
 
 use crate::qtensor::FlexQTensor;
@@ -15,17 +16,44 @@ use crate::tensor::FlexTensor;
 /// Type alias for the RNG used by Flex.
 pub type FlexRng = StdRng;
 
-/// Global seed storage for reproducible random number generation.
-/// Uses Mutex for thread-safe RNG state management.
-pub(crate) static SEED: Mutex<Option<FlexRng>> = Mutex::new(None);
+// Seed storage for reproducible random number generation.
+//
+// s2s patch (PATCHES.md): with `std`, every thread has its own generator, and
+// `Backend::seed()` seeds the calling thread's. Threads that train replicas of a
+// model side by side then draw their dropout masks from their own streams, so
+// the masks depend on the seeds and not on how the threads interleave. Without
+// `std` there is one process-wide generator, as upstream.
+#[cfg(feature = "std")]
+std::thread_local! {
+    static SEED: core::cell::RefCell<Option<FlexRng>> = const { core::cell::RefCell::new(None) };
+}
+#[cfg(not(feature = "std"))]
+static SEED: Mutex<Option<FlexRng>> = Mutex::new(None);
 
-/// Fallback RNG when `SEED` is empty (never set).
-///
-/// The seeding flow is: `Backend::seed()` stores a `FlexRng` in `SEED`. Random
-/// ops (`float_random`, `int_random`) `take()` it, draw from it, and store the
-/// advanced state back, so every draw after a `seed()` call is deterministic.
-/// This function seeds from burn_std's entropy source and is only reached when
-/// `seed()` has never been called.
+/// Runs `f` with this thread's generator (the process's without `std`), seeding it from
+/// [`get_seeded_rng`] if `seed()` was never called, and keeps the advanced state, so every
+/// draw after a `seed()` call is deterministic.
+pub(crate) fn with_rng<R>(f: impl FnOnce(&mut FlexRng) -> R) -> R {
+    #[cfg(feature = "std")]
+    {
+        SEED.with(|cell| f(cell.borrow_mut().get_or_insert_with(get_seeded_rng)))
+    }
+    #[cfg(not(feature = "std"))]
+    {
+        f(SEED.lock().get_or_insert_with(get_seeded_rng))
+    }
+}
+
+fn set_rng(rng: FlexRng) {
+    #[cfg(feature = "std")]
+    SEED.with(|cell| *cell.borrow_mut() = Some(rng));
+    #[cfg(not(feature = "std"))]
+    {
+        *SEED.lock() = Some(rng);
+    }
+}
+
+/// Fallback RNG when the generator was never seeded: burn_std's entropy source.
 pub(crate) fn get_seeded_rng() -> FlexRng {
     burn_std::rand::get_seeded_rng()
 }
@@ -129,9 +157,7 @@ impl Backend for Flex {
     }
 
     fn seed(_device: &Self::Device, seed: u64) {
-        let rng = FlexRng::seed_from_u64(seed);
-        let mut seed_lock = SEED.lock();
-        *seed_lock = Some(rng);
+        set_rng(FlexRng::seed_from_u64(seed));
     }
 
     fn device_count(_type_id: u16) -> usize {

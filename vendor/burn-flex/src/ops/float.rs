@@ -38,21 +38,19 @@ impl FloatTensorOps<Flex> for Flex {
         _device: &Device<Flex>,
         dtype: FloatDType,
     ) -> FloatTensor<Flex> {
-        let mut seed = crate::backend::SEED.lock();
-        let mut rng = seed.take().unwrap_or_else(crate::backend::get_seeded_rng);
-        let data = match dtype {
-            FloatDType::F64 => TensorData::random::<f64, _, _>(shape, distribution, &mut rng),
+        // s2s patch (PATCHES.md): the calling thread's generator.
+        let data = crate::backend::with_rng(|rng| match dtype {
+            FloatDType::F64 => TensorData::random::<f64, _, _>(shape, distribution, rng),
             FloatDType::F32 | FloatDType::Flex32 => match distribution {
                 // s2s patch (PATCHES.md): dropout masks in blocks.
                 Distribution::Bernoulli(p) if (0.0..=1.0).contains(&p) => {
-                    bernoulli_f32(shape, p, &mut rng)
+                    bernoulli_f32(shape, p, rng)
                 }
-                _ => TensorData::random::<f32, _, _>(shape, distribution, &mut rng),
+                _ => TensorData::random::<f32, _, _>(shape, distribution, rng),
             },
-            FloatDType::F16 => TensorData::random::<f16, _, _>(shape, distribution, &mut rng),
-            FloatDType::BF16 => TensorData::random::<bf16, _, _>(shape, distribution, &mut rng),
-        };
-        *seed = Some(rng);
+            FloatDType::F16 => TensorData::random::<f16, _, _>(shape, distribution, rng),
+            FloatDType::BF16 => TensorData::random::<bf16, _, _>(shape, distribution, rng),
+        });
         FlexTensor::from_data(data)
     }
 
