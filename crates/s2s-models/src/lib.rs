@@ -49,7 +49,7 @@ impl Seq2SeqModel {
         tgt_vocab: usize,
         device: &Device,
     ) -> Result<Self, String> {
-        let model = Self::undrawn(cfg, src_vocab, tgt_vocab, device)?;
+        let model = Self::for_loading(cfg, src_vocab, tgt_vocab, device)?;
         init::draw_now(&model);
         Ok(model)
     }
@@ -57,15 +57,6 @@ impl Seq2SeqModel {
     /// A model whose weights are about to be loaded: its parameters stay undrawn (burn's lazy
     /// initialisation), since loading replaces them, which saves drawing them for nothing.
     pub fn for_loading(
-        cfg: &ModelConfig,
-        src_vocab: usize,
-        tgt_vocab: usize,
-        device: &Device,
-    ) -> Result<Self, String> {
-        Self::undrawn(cfg, src_vocab, tgt_vocab, device)
-    }
-
-    fn undrawn(
         cfg: &ModelConfig,
         src_vocab: usize,
         tgt_vocab: usize,

@@ -158,18 +158,13 @@ fn replica_step(
     serial_forward: bool,
 ) -> ReplicaResult {
     let replica_model = model.fork(device);
-    let out = if serial_forward {
-        let _rng = FORWARD.lock().unwrap_or_else(|e| e.into_inner());
-        batch_loss(&replica_model, device, b, cfg, step, replica)
-    } else {
+    let out = {
+        let _rng = serial_forward.then(|| FORWARD.lock().unwrap_or_else(|e| e.into_inner()));
         batch_loss(&replica_model, device, b, cfg, step, replica)
     };
     let loss = out.loss.clone().into_scalar::<f32>() as f64;
-    let scaled = if weight == 1.0 {
-        out.loss
-    } else {
-        out.loss * weight
-    };
+    // A weight of 1 (one device) multiplies exactly, so it needs no case of its own.
+    let scaled = out.loss * weight;
     ReplicaResult {
         loss,
         tokens: b.num_tgt_tokens(),
@@ -234,8 +229,11 @@ pub fn split_over_cores(
     let total = b.num_tgt_tokens().max(1) as f64;
     let shares: Vec<(usize, Batch, Seq2SeqModel)> = (0..workers)
         .map(|i| {
-            let rows = i * b.batch_size / workers..(i + 1) * b.batch_size / workers;
-            (i, b.rows(rows), model.clone())
+            (
+                i,
+                b.rows(share_rows(b.batch_size, workers, i)),
+                model.clone(),
+            )
         })
         .collect();
     let results = s2s_models::workers::run_each(shares, |(i, share, replica)| {
@@ -243,6 +241,11 @@ pub fn split_over_cores(
         replica_step(replica, &ad, &share, cfg, step, i, weight, false)
     });
     sum_replicas(model, &ad, results)
+}
+
+/// The rows of share `i` when `rows` rows are split into `workers` contiguous shares.
+pub fn share_rows(rows: usize, workers: usize, i: usize) -> std::ops::Range<usize> {
+    i * rows / workers..(i + 1) * rows / workers
 }
 
 /// Forward and backward of `batches[..k]` (k = min(devices, batches)) on one device each, in one
@@ -260,7 +263,7 @@ pub fn forward_backward(
     let k = devices.len().min(batches.len());
     assert!(k > 0, "a data-parallel step needs a device and a batch");
     let main = devices[0].clone().autodiff();
-    let scale = if k > 1 { 1.0 / k as f64 } else { 1.0 };
+    let scale = 1.0 / k as f64;
     let results: Vec<Result<ReplicaResult, String>> = std::thread::scope(|s| {
         let workers: Vec<_> = (0..k)
             .map(|i| {

@@ -12,7 +12,7 @@ use common::*;
 use s2s_data::{BatchConfig, epoch_batches};
 use s2s_models::Seq2SeqModel;
 use s2s_models::backend::parse_devices;
-use s2s_train::data_parallel::{batch_loss, forward_backward, split_over_cores};
+use s2s_train::data_parallel::{batch_loss, forward_backward, share_rows, split_over_cores};
 use s2s_train::trainer::make_optimizer;
 
 fn config(data: &s2s_data::DataDir, max_steps: usize) -> s2s_train::RunConfig {
@@ -195,7 +195,7 @@ fn a_batch_split_over_the_cores_has_the_batch_gradient() {
     let mut losses = Vec::new();
     let mut sum = None;
     for i in 0..workers {
-        let share = b.rows(i * b.batch_size / workers..(i + 1) * b.batch_size / workers);
+        let share = b.rows(share_rows(b.batch_size, workers, i));
         let loss = batch_loss(&model, &ad, &share, &noisy.train, step, i).loss;
         losses.push(loss.clone().into_scalar::<f32>() as f64 * share.num_tgt_tokens() as f64);
         let weighted = loss * (share.num_tgt_tokens() as f64 / total);
