@@ -191,10 +191,10 @@ fn search_on_workers(
         })
         .collect();
     if workers == 1 {
-        return s2s_search::search(decoder, &parts.pop().unwrap_or_default(), cfg);
+        return search(decoder, &parts.pop().unwrap_or_default(), cfg);
     }
     let mut results = Vec::with_capacity(workers);
-    for part in crate::workers::run_each(parts, |part| s2s_search::search(decoder, &part, cfg)) {
+    for part in crate::workers::run_each(parts, |part| search(decoder, &part, cfg)) {
         results.push(part?.into_iter());
     }
     Ok((0..chunk.len())
@@ -204,4 +204,15 @@ fn search_on_workers(
                 .expect("one result per sentence")
         })
         .collect())
+}
+
+/// One search. On the CPU backend every weight is packed for the matrix kernels once, at its
+/// first product, and reused by all the steps of the search, instead of being packed again by
+/// every product (burn-flex's `with_packed_weights`; the products are unchanged).
+fn search(
+    decoder: &Decoder,
+    sources: &[Vec<u32>],
+    cfg: &s2s_search::SearchConfig,
+) -> Result<Vec<Vec<s2s_search::Hypothesis>>, s2s_search::SearchError> {
+    burn_flex::ops::matmul::with_packed_weights(|| s2s_search::search(decoder, sources, cfg))
 }

@@ -92,6 +92,12 @@ impl FlexTensor {
         Arc::strong_count(&self.data) == 1
     }
 
+    /// s2s patch: the shared storage, so that a cache can keep it alive and unchanged (any
+    /// in-place write to a shared buffer copies it first).
+    pub(crate) fn shared_storage(&self) -> &Arc<Bytes> {
+        &self.data
+    }
+
     /// Get the layout.
     pub fn layout(&self) -> &Layout {
         &self.layout

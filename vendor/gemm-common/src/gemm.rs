@@ -417,6 +417,31 @@ pub unsafe fn gemm_basic_generic<
         || (rhs_rs.unsigned_abs() == 1 && m > get_rhs_packing_threshold() * MR);
     let do_prepack_lhs = m <= 2 * mc && ((m % N != 0) || lhs_rs != 1);
 
+    // s2s patch: panels packed by an earlier call (`packed_lhs::with_packed_lhs`); block `b` of
+    // depth starts `b * cached_block_len` elements in. With them nothing is packed per call.
+    #[cfg(feature = "std")]
+    let cached_lhs: *const T = if conj_lhs {
+        core::ptr::null()
+    } else {
+        crate::packed_lhs::packed_lhs::<_, T, N, MR>(
+            simd,
+            m,
+            k,
+            kc,
+            lhs,
+            lhs_cs,
+            lhs_rs,
+            CACHELINE_ALIGN,
+        )
+    };
+    #[cfg(not(feature = "std"))]
+    let cached_lhs: *const T = core::ptr::null();
+    let cached_block_len = kc * MR * m.msrv_div_ceil(MR);
+    let do_prepack_lhs = do_prepack_lhs && cached_lhs.is_null();
+    // Whether the microkernels read whole-matrix panels (packed here or cached) rather than
+    // panels packed per `mc` block.
+    let lhs_prepacked = do_prepack_lhs || !cached_lhs.is_null();
+
     let mut mem = if do_pack_rhs || do_prepack_lhs {
         let rhs_req = StackReq::new_aligned::<T>(
             if do_pack_rhs {
@@ -635,13 +660,19 @@ pub unsafe fn gemm_basic_generic<
                 );
             }
 
+            let prepacked_lhs = if cached_lhs.is_null() {
+                prepacked_lhs
+            } else {
+                Ptr(cached_lhs.add((depth_outer / kc) * cached_block_len) as *mut T)
+            };
+
             let n_col_mini_chunks = (n_chunk + (NR - 1)) / NR;
 
             let mut n_jobs = 0;
             let mut row_outer = 0;
             while row_outer != m {
                 let mut m_chunk = mc.min(m - row_outer);
-                if m_chunk > N && !do_prepack_lhs {
+                if m_chunk > N && !lhs_prepacked {
                     m_chunk = m_chunk / N * N;
                 }
                 let n_row_mini_chunks = (m_chunk + (MR - 1)) / MR;
@@ -675,7 +706,7 @@ pub unsafe fn gemm_basic_generic<
                 let mut job_id = 0;
                 while row_outer != m {
                     let mut m_chunk = mc.min(m - row_outer);
-                    if m_chunk > N && !do_prepack_lhs {
+                    if m_chunk > N && !lhs_prepacked {
                         m_chunk = m_chunk / N * N;
                     }
                     let n_row_mini_chunks = (m_chunk + (MR - 1)) / MR;
@@ -691,9 +722,9 @@ pub unsafe fn gemm_basic_generic<
                         continue;
                     }
 
-                    let do_pack_lhs = !do_prepack_lhs
+                    let do_pack_lhs = !lhs_prepacked
                         && ((m_chunk % N != 0) || lhs_rs != 1 || n_chunk > packing_threshold * NR);
-                    let packed_lhs_cs = if do_prepack_lhs || do_pack_lhs {
+                    let packed_lhs_cs = if lhs_prepacked || do_pack_lhs {
                         MR as isize
                     } else {
                         lhs_cs
@@ -749,7 +780,7 @@ pub unsafe fn gemm_basic_generic<
                                 dst.0,
                                 if do_pack_lhs {
                                     packed_lhs.wrapping_add(i * packed_lhs_stride).0
-                                } else if do_prepack_lhs {
+                                } else if lhs_prepacked {
                                     packed_lhs
                                         .wrapping_add((i + row_outer / MR) * packed_lhs_stride)
                                         .0
@@ -791,7 +822,7 @@ pub unsafe fn gemm_basic_generic<
                 }
             };
 
-            if do_prepack_lhs {
+            if lhs_prepacked {
                 match parallelism {
                     Parallelism::None => func(0, prepacked_lhs),
                     #[cfg(feature = "rayon")]

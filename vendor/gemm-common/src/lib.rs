@@ -31,6 +31,9 @@ pub mod horizontal_microkernel;
 pub mod microkernel;
 
 pub mod pack_operands;
+// s2s patch: see PATCHES.md.
+#[cfg(feature = "std")]
+pub mod packed_lhs;
 pub mod simd;
 
 pub use pulp;

@@ -7,9 +7,9 @@
 
 use alloc::vec;
 use alloc::vec::Vec;
-use core::mem::MaybeUninit;
 use burn_backend::{DType, Element};
 use burn_std::{Bytes, Shape, bf16, f16};
+use core::mem::MaybeUninit;
 
 use crate::{FlexTensor, Layout};
 
@@ -57,6 +57,156 @@ fn checked_size(a: usize, b: usize) -> usize {
 /// Threshold for enabling parallelism (M*N*K operations).
 /// 192^3 = ~7M ops - balance between 128x128 (no parallel) and 256x256 (parallel)
 const PARALLEL_THRESHOLD: usize = 192 * 192 * 192;
+
+/// s2s patch: weights packed once per scope instead of once per product.
+///
+/// gemm computes a row-major `x @ w` as `(w^T x^T)^T`, so the weight is its left-hand side,
+/// which it packs into panels on every call: for a decoding step that multiplies a few hundred
+/// rows by each weight, that packing is a pass over every weight per step. On a thread inside
+/// [`with_packed_weights`], a product whose right-hand side is a shared 2-D matrix (a weight held
+/// by a model, and not only by this op) gets a gemm-common `PackedLhs` slot, kept in a
+/// process-wide cache (so threads decoding side by side share one packed copy) together with a
+/// reference to the matrix's storage: the storage then stays alive, and since burn-flex copies
+/// a shared buffer before writing to it, unchanged. Products are the same bit for bit; only
+/// where the panels come from changes.
+#[cfg(feature = "std")]
+mod packed_weights {
+    use super::*;
+    use burn_std::sync::Arc;
+    use core::cell::Cell;
+    use core::sync::atomic::{AtomicUsize, Ordering};
+    use gemm_common::packed_lhs::PackedLhs;
+    use std::sync::Mutex;
+
+    /// More live matrices than this are multiplied as before, packed per product: a model's
+    /// weights are far fewer, and the cap bounds what the cache can keep alive.
+    const MAX_ENTRIES: usize = 512;
+
+    /// Matrices smaller than this gain nothing from being kept packed.
+    const MIN_ELEMENTS: usize = 4096;
+
+    struct Entry {
+        storage: Arc<Bytes>,
+        offset: usize,
+        slot: std::sync::Arc<PackedLhs>,
+    }
+
+    impl Entry {
+        fn key(&self) -> (usize, usize) {
+            (Arc::as_ptr(&self.storage) as usize, self.offset)
+        }
+    }
+
+    /// The cache, and how many scopes are open on any thread; the last to close empties it.
+    static CACHE: Mutex<Vec<Entry>> = Mutex::new(Vec::new());
+    static OPEN_SCOPES: AtomicUsize = AtomicUsize::new(0);
+
+    std::thread_local! {
+        /// Whether this thread is inside a scope: only its products use the cache.
+        static IN_SCOPE: Cell<bool> = const { Cell::new(false) };
+    }
+
+    fn cache() -> std::sync::MutexGuard<'static, Vec<Entry>> {
+        // The entries stay consistent even if a holder panicked: take them as they are.
+        CACHE
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    pub fn with_packed_weights<R>(f: impl FnOnce() -> R) -> R {
+        if IN_SCOPE.with(|s| s.get()) {
+            return f();
+        }
+        struct Close;
+        impl Drop for Close {
+            fn drop(&mut self) {
+                IN_SCOPE.with(|s| s.set(false));
+                if OPEN_SCOPES.fetch_sub(1, Ordering::AcqRel) == 1 {
+                    let dropped = core::mem::take(&mut *cache());
+                    drop(dropped);
+                }
+            }
+        }
+        OPEN_SCOPES.fetch_add(1, Ordering::AcqRel);
+        IN_SCOPE.with(|s| s.set(true));
+        let _close = Close;
+        f()
+    }
+
+    /// The slot for `weight` (starting at `ptr`), made if the weight is new; `None` if the
+    /// cache is full. Entries whose storage only the cache still holds are dropped first: no
+    /// product can use them again.
+    fn slot(weight: &FlexTensor, ptr: *const u8) -> Option<std::sync::Arc<PackedLhs>> {
+        let storage = weight.shared_storage();
+        let key = (
+            Arc::as_ptr(storage) as usize,
+            weight.layout().start_offset(),
+        );
+        let mut entries = cache();
+        if let Some(e) = entries.iter().find(|e| e.key() == key) {
+            return Some(e.slot.clone());
+        }
+        entries.retain(|e| Arc::strong_count(&e.storage) > 1);
+        if entries.len() >= MAX_ENTRIES {
+            return None;
+        }
+        let slot = std::sync::Arc::new(PackedLhs::new(ptr));
+        entries.push(Entry {
+            storage: storage.clone(),
+            offset: key.1,
+            slot: slot.clone(),
+        });
+        Some(slot)
+    }
+
+    pub fn bytes() -> usize {
+        cache().iter().map(|e| e.slot.bytes()).sum()
+    }
+
+    pub fn with_weight_slot<R>(
+        weight: &FlexTensor,
+        ptr: *const u8,
+        product: impl FnOnce() -> R,
+    ) -> R {
+        let elements: usize = weight.layout().shape().iter().product();
+        let eligible = IN_SCOPE.with(|s| s.get())
+            && elements >= MIN_ELEMENTS
+            && Arc::strong_count(weight.shared_storage()) >= 2;
+        match eligible.then(|| slot(weight, ptr)).flatten() {
+            // SAFETY: the cache entry keeps the storage alive while the slot is in it, and a
+            // shared buffer is copied before any write, so the matrix at `ptr` stays unchanged;
+            // the slot itself lives on in `slot` until the product returns.
+            Some(slot) => unsafe { gemm_common::packed_lhs::with_packed_lhs(&slot, product) },
+            None => product(),
+        }
+    }
+}
+
+/// s2s patch: runs `f` with every shared 2-D weight it multiplies by packed once, on first use,
+/// and the packing reused until `f` returns (see `packed_weights`). For a run of products with
+/// the same weights, such as the steps of one search; training changes its weights every step
+/// and gains nothing. Nested calls share the outermost scope.
+#[cfg(feature = "std")]
+pub fn with_packed_weights<R>(f: impl FnOnce() -> R) -> R {
+    packed_weights::with_packed_weights(f)
+}
+
+/// s2s patch: bytes of packed weights held now (see [`with_packed_weights`]); 0 once the last
+/// scope has closed.
+#[cfg(feature = "std")]
+pub fn packed_weights_bytes() -> usize {
+    packed_weights::bytes()
+}
+
+#[cfg(feature = "std")]
+fn with_weight_slot<R>(weight: &FlexTensor, ptr: *const u8, product: impl FnOnce() -> R) -> R {
+    packed_weights::with_weight_slot(weight, ptr, product)
+}
+
+#[cfg(not(feature = "std"))]
+fn with_weight_slot<R>(_: &FlexTensor, _: *const u8, product: impl FnOnce() -> R) -> R {
+    product()
+}
 
 /// Threshold for batch-level parallelism (total ops across all batches).
 /// Use batch parallelism when individual matrices are small but total work is large.
@@ -269,12 +419,13 @@ fn matmul_2d_strided<T: GemmScalar>(lhs: FlexTensor, rhs: FlexTensor) -> FlexTen
 
     let parallelism = get_parallelism(m, n, k);
 
-    unsafe {
+    let out_ptr = out_data.as_mut_ptr() as *mut T;
+    let product = || unsafe {
         gemm_call(
             m,
             n,
             k,
-            out_data.as_mut_ptr() as *mut T,
+            out_ptr,
             1,
             n as isize,
             lhs_ptr,
@@ -285,11 +436,22 @@ fn matmul_2d_strided<T: GemmScalar>(lhs: FlexTensor, rhs: FlexTensor) -> FlexTen
             rhs_row_stride,
             parallelism,
         );
+    };
+    // s2s patch: a weight packed once per scope (`with_packed_weights`); gemv-shaped products
+    // (one row or one column) never pack, so they are left out.
+    if m > 1 && n > 1 {
+        with_weight_slot(&rhs, rhs_ptr as *const u8, product);
+    } else {
+        product();
     }
 
     // SAFETY: gemm wrote all m x n elements (k > 0, read_dst = false).
     let out_data = unsafe { assume_init(out_data) };
-    FlexTensor::new(Bytes::from_elems(out_data), Layout::contiguous(out_shape), T::dtype())
+    FlexTensor::new(
+        Bytes::from_elems(out_data),
+        Layout::contiguous(out_shape),
+        T::dtype(),
+    )
 }
 
 /// s2s patch: an output buffer for gemm, which writes every element (`read_dst = false`) when
@@ -436,7 +598,11 @@ fn matmul_batched_gemm<T: GemmScalar>(lhs: FlexTensor, rhs: FlexTensor) -> FlexT
         if per_matrix_ops >= PARALLEL_THRESHOLD && !prefer_batch_parallel {
             let parallelism = gemm::Parallelism::Rayon(0);
             for b in 0..batch_size {
-                run_one(out_data[b * out_matrix_size..].as_mut_ptr() as *mut T, b, parallelism);
+                run_one(
+                    out_data[b * out_matrix_size..].as_mut_ptr() as *mut T,
+                    b,
+                    parallelism,
+                );
             }
         } else if total_ops >= BATCH_PARALLEL_THRESHOLD && batch_size > 1 {
             use rayon::prelude::*;
@@ -472,7 +638,11 @@ fn matmul_batched_gemm<T: GemmScalar>(lhs: FlexTensor, rhs: FlexTensor) -> FlexT
 
     // SAFETY: every batch's m x n block was written by gemm (k > 0, read_dst = false).
     let out_data = unsafe { assume_init(out_buffer) };
-    FlexTensor::new(Bytes::from_elems(out_data), Layout::contiguous(out_shape), T::dtype())
+    FlexTensor::new(
+        Bytes::from_elems(out_data),
+        Layout::contiguous(out_shape),
+        T::dtype(),
+    )
 }
 
 // ============================================================================
