@@ -773,8 +773,11 @@ pub fn select<E: Element + Pod + Default + Copy + Send + Sync>(
         return FlexTensor::new(bytes, Layout::contiguous(output_shape), E::dtype());
     }
 
-    // Use bulk copies for contiguous slices
-    let mut result = vec![E::default(); output_size];
+    // Use bulk copies for contiguous slices. s2s patch: the slices are appended in output order
+    // (outer position, then index), so the result needs no zero-filling first: that `memset`
+    // was as large as the copy itself (a beam search reorders its whole decoding state this way
+    // at every step).
+    let mut result: Vec<E> = Vec::with_capacity(output_size);
 
     // For each position in dimensions before `dim`
     let outer_count = if dim == 0 {
@@ -785,16 +788,14 @@ pub fn select<E: Element + Pod + Default + Copy + Send + Sync>(
 
     for outer in 0..outer_count {
         let outer_offset_tensor = outer * tensor_strides[if dim == 0 { 0 } else { dim - 1 }];
-        let outer_offset_output = outer * output_strides[if dim == 0 { 0 } else { dim - 1 }];
 
-        for (i, &idx) in indices_data.iter().enumerate() {
+        for &idx in indices_data.iter() {
             let index_val = checked_index(idx, select_dim_size);
             let src_start = outer_offset_tensor + index_val * tensor_strides[dim];
-            let dst_start = outer_offset_output + i * output_strides[dim];
-            result[dst_start..dst_start + slice_size]
-                .copy_from_slice(&tensor_data[src_start..src_start + slice_size]);
+            result.extend_from_slice(&tensor_data[src_start..src_start + slice_size]);
         }
     }
+    debug_assert_eq!(result.len(), output_size);
 
     let bytes = Bytes::from_elems(result);
     FlexTensor::new(bytes, Layout::contiguous(output_shape), E::dtype())
