@@ -162,8 +162,9 @@ pub fn check_causality(model: &Seq2SeqModel) {
 /// source positions.
 pub fn check_cached_matches_uncached(model: &Seq2SeqModel) {
     let (srcs, tgts) = sample_batch();
-    // Same target length for all rows: the adapter steps every row together.
-    let len = 6;
+    // Same target length for all rows: the adapter steps every row together. 20 steps, with
+    // two reorders, the second after a dozen positions of incremental state.
+    let len = 20;
     let tgts: Vec<Vec<u32>> = tgts
         .iter()
         .enumerate()
@@ -192,6 +193,10 @@ pub fn check_cached_matches_uncached(model: &Seq2SeqModel) {
             // Drop a row, duplicate another and permute.
             rows = vec![rows[2], rows[0], rows[2], rows[3]];
             decoder.reorder(&mut state, &[2, 0, 2, 3]);
+        }
+        if t == 12 {
+            rows = vec![rows[3], rows[1], rows[1]];
+            decoder.reorder(&mut state, &[3, 1, 1]);
         }
         let last: Vec<u32> = rows.iter().map(|&r| tgts[r][t]).collect();
         let out = decoder.step(&mut state, &last);
