@@ -21,15 +21,17 @@ impl OutputLayer {
         }
     }
 
-    /// The same layer with its weight copied into a fresh row-major buffer, outside autodiff:
-    /// for decoding, which multiplies by it once per step. A tied weight is a transposed view of
-    /// the embedding table, and the matrix product would repack (transpose) that view on every
-    /// call: 15-18% of a greedy Transformer batch, measured with `perf` (docs/performance.md).
-    pub fn contiguous_for_inference(&self) -> Self {
-        let device = self.weight.device();
+    /// The same layer for decoding: the same weights, out of any autodiff graph, so that steps
+    /// record nothing. No copy: a tied weight stays a transposed view of the embedding table,
+    /// which the matrix kernels pack once per search (`decoder::translate_all`).
+    pub fn for_inference(&self) -> Self {
+        // `detach` alone keeps a parameter (a leaf) tracked; see s2s-train's loss.
         Self {
-            weight: Tensor::from_data(self.weight.clone().into_data(), &device),
-            bias: self.bias.clone(),
+            weight: self.weight.clone().detach().set_require_grad(false),
+            bias: self
+                .bias
+                .clone()
+                .map(|b| b.detach().set_require_grad(false)),
         }
     }
 

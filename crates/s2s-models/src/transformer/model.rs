@@ -26,8 +26,8 @@ pub struct TransformerState {
     pub past: Option<Vec<KeyValue>>,
     /// Positions decoded so far (the position of the next input token).
     pub steps: usize,
-    /// The output projection as [`OutputLayer::contiguous_for_inference`], made on the first
-    /// incremental step and kept for the rest of the search.
+    /// The output projection as [`OutputLayer::for_inference`], made on the first incremental
+    /// step and kept for the rest of the search.
     pub output: Option<OutputLayer>,
 }
 
@@ -233,7 +233,7 @@ impl TransformerSeq2Seq {
         let [_, _, s] = attn.dims();
         let output = state
             .output
-            .get_or_insert_with(|| self.output_layer().contiguous_for_inference());
+            .get_or_insert_with(|| self.output_layer().for_inference());
         (
             output.logits(features.reshape([rows, d])),
             attn.reshape([rows, s]),
