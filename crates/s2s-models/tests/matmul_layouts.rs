@@ -5,15 +5,8 @@
 
 use burn::tensor::{Device, Tensor, TensorData};
 
-/// Deterministic values in [-1, 1) without an RNG: a multiplicative hash of the index.
-fn values(len: usize, seed: u64) -> Vec<f32> {
-    (0..len as u64)
-        .map(|i| {
-            let h = (i + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ seed.wrapping_mul(0xBF58_476D);
-            ((h >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-        })
-        .collect()
-}
+mod common;
+use common::hashed_values as values;
 
 fn floats<const D: usize>(t: Tensor<D>) -> Vec<f32> {
     t.into_data().try_to_vec::<f32>().unwrap()

@@ -8,21 +8,14 @@ use burn::tensor::{Device, Tensor, TensorData};
 use burn_flex::ops::matmul::{packed_weights_bytes, with_packed_weights};
 use std::sync::Mutex;
 
+mod common;
+use common::hashed_values as values;
+
 /// The cache is process-wide: tests that look at its size must not overlap.
 static SERIAL: Mutex<()> = Mutex::new(());
 
 fn serial() -> std::sync::MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-/// Deterministic values in [-1, 1): a multiplicative hash of the index.
-fn values(len: usize, seed: u64) -> Vec<f32> {
-    (0..len as u64)
-        .map(|i| {
-            let h = (i + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ seed.wrapping_mul(0xBF58_476D);
-            ((h >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-        })
-        .collect()
 }
 
 fn matrix(rows: usize, cols: usize, seed: u64) -> Tensor<2> {

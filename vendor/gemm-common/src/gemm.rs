@@ -420,8 +420,8 @@ pub unsafe fn gemm_basic_generic<
     // s2s patch: panels packed by an earlier call (`packed_lhs::with_packed_lhs`); block `b` of
     // depth starts `b * cached_block_len` elements in. With them nothing is packed per call.
     #[cfg(feature = "std")]
-    let cached_lhs: *const T = if conj_lhs {
-        core::ptr::null()
+    let (cached_lhs, cached_block_len): (*const T, usize) = if conj_lhs {
+        (core::ptr::null(), 0)
     } else {
         crate::packed_lhs::packed_lhs::<_, T, N, MR>(
             simd,
@@ -435,8 +435,7 @@ pub unsafe fn gemm_basic_generic<
         )
     };
     #[cfg(not(feature = "std"))]
-    let cached_lhs: *const T = core::ptr::null();
-    let cached_block_len = kc * MR * m.msrv_div_ceil(MR);
+    let (cached_lhs, cached_block_len): (*const T, usize) = (core::ptr::null(), 0);
     let do_prepack_lhs = do_prepack_lhs && cached_lhs.is_null();
     // Whether the microkernels read whole-matrix panels (packed here or cached) rather than
     // panels packed per `mc` block.

@@ -14,11 +14,10 @@ use core::cell::Cell;
 use dyn_stack::{MemBuffer, StackReq};
 use std::sync::OnceLock;
 
-/// What a packing depends on: the matrix (address, shape, strides), the element type and the
-/// kernel's panel geometry and depth blocking.
+/// What a packing depends on besides the matrix's address (the slot's `source`): its shape and
+/// strides, the element type and the kernel's panel geometry and depth blocking.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 struct PackKey {
-    lhs: usize,
     m: usize,
     k: usize,
     lhs_cs: isize,
@@ -75,8 +74,8 @@ pub unsafe fn with_packed_lhs<R>(slot: &PackedLhs, f: impl FnOnce() -> R) -> R {
 }
 
 /// The packed panels of `lhs` for this product, packing them into the offered slot first if it
-/// is still empty; null if no slot is offered for `lhs`, or if it holds another packing. Panels
-/// of depth block `b` start at `b * kc * MR * ceil(m / MR)` elements.
+/// is still empty, and the length of one depth block's panels (block `b` starts `b` lengths
+/// in); null if no slot is offered for `lhs`, or if it holds another packing.
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn packed_lhs<S: Simd, T: Copy + 'static, const N: usize, const MR: usize>(
     simd: S,
@@ -87,18 +86,18 @@ pub(crate) unsafe fn packed_lhs<S: Simd, T: Copy + 'static, const N: usize, cons
     lhs_cs: isize,
     lhs_rs: isize,
     align: usize,
-) -> *const T {
+) -> (*const T, usize) {
+    let none = (core::ptr::null(), 0);
     let slot = SLOT.with(|s| s.get());
     if slot.is_null() {
-        return core::ptr::null();
+        return none;
     }
     // SAFETY: `with_packed_lhs` holds the reference for as long as the pointer is set.
     let slot = unsafe { &*slot };
     if slot.source != lhs.0 as usize {
-        return core::ptr::null();
+        return none;
     }
     let key = PackKey {
-        lhs: lhs.0 as usize,
         m,
         k,
         lhs_cs,
@@ -108,9 +107,9 @@ pub(crate) unsafe fn packed_lhs<S: Simd, T: Copy + 'static, const N: usize, cons
         kc,
         ty: TypeId::of::<T>(),
     };
+    let panel_stride = kc * MR;
+    let block_len = panel_stride * m.div_ceil(MR);
     if slot.packed.get().is_none() {
-        let panel_stride = kc * MR;
-        let block_len = panel_stride * m.div_ceil(MR);
         let blocks = k.div_ceil(kc);
         let mut buf = MemBuffer::new(StackReq::new_aligned::<T>(block_len * blocks, align));
         let dst = buf.as_mut_ptr() as *mut T;
@@ -134,7 +133,7 @@ pub(crate) unsafe fn packed_lhs<S: Simd, T: Copy + 'static, const N: usize, cons
         let _ = slot.packed.set((key, buf));
     }
     match slot.packed.get() {
-        Some((packed_key, buf)) if *packed_key == key => buf.as_ptr() as *const T,
-        _ => core::ptr::null(),
+        Some((packed_key, buf)) if *packed_key == key => (buf.as_ptr() as *const T, block_len),
+        _ => none,
     }
 }

@@ -14,6 +14,16 @@ pub const PAD: u32 = s2s_data::PAD;
 pub const BOS: u32 = s2s_data::BOS;
 pub const EOS: u32 = s2s_data::EOS;
 
+/// Deterministic values in [-1, 1) without an RNG: a multiplicative hash of the index.
+pub fn hashed_values(len: usize, seed: u64) -> Vec<f32> {
+    (0..len as u64)
+        .map(|i| {
+            let h = (i + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ seed.wrapping_mul(0xBF58_476D);
+            ((h >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+        })
+        .collect()
+}
+
 pub fn device() -> Device {
     Device::flex()
 }

@@ -7,9 +7,9 @@
 
 use alloc::vec;
 use alloc::vec::Vec;
+use core::mem::MaybeUninit;
 use burn_backend::{DType, Element};
 use burn_std::{Bytes, Shape, bf16, f16};
-use core::mem::MaybeUninit;
 
 use crate::{FlexTensor, Layout};
 
@@ -91,9 +91,15 @@ mod packed_weights {
         slot: std::sync::Arc<PackedLhs>,
     }
 
+    /// A matrix's identity: its storage (kept alive by the entry, so never reused meanwhile)
+    /// and where in it the matrix starts.
+    fn key(storage: &Arc<Bytes>, offset: usize) -> (usize, usize) {
+        (Arc::as_ptr(storage) as usize, offset)
+    }
+
     impl Entry {
         fn key(&self) -> (usize, usize) {
-            (Arc::as_ptr(&self.storage) as usize, self.offset)
+            key(&self.storage, self.offset)
         }
     }
 
@@ -122,8 +128,9 @@ mod packed_weights {
             fn drop(&mut self) {
                 IN_SCOPE.with(|s| s.set(false));
                 if OPEN_SCOPES.fetch_sub(1, Ordering::AcqRel) == 1 {
-                    let dropped = core::mem::take(&mut *cache());
-                    drop(dropped);
+                    // Taken out under the lock, freed after it is released.
+                    let entries = core::mem::take(&mut *cache());
+                    drop(entries);
                 }
             }
         }
@@ -138,12 +145,10 @@ mod packed_weights {
     /// product can use them again.
     fn slot(weight: &FlexTensor, ptr: *const u8) -> Option<std::sync::Arc<PackedLhs>> {
         let storage = weight.shared_storage();
-        let key = (
-            Arc::as_ptr(storage) as usize,
-            weight.layout().start_offset(),
-        );
+        let offset = weight.layout().start_offset();
+        let wanted = key(storage, offset);
         let mut entries = cache();
-        if let Some(e) = entries.iter().find(|e| e.key() == key) {
+        if let Some(e) = entries.iter().find(|e| e.key() == wanted) {
             return Some(e.slot.clone());
         }
         entries.retain(|e| Arc::strong_count(&e.storage) > 1);
@@ -153,7 +158,7 @@ mod packed_weights {
         let slot = std::sync::Arc::new(PackedLhs::new(ptr));
         entries.push(Entry {
             storage: storage.clone(),
-            offset: key.1,
+            offset,
             slot: slot.clone(),
         });
         Some(slot)
@@ -447,11 +452,7 @@ fn matmul_2d_strided<T: GemmScalar>(lhs: FlexTensor, rhs: FlexTensor) -> FlexTen
 
     // SAFETY: gemm wrote all m x n elements (k > 0, read_dst = false).
     let out_data = unsafe { assume_init(out_data) };
-    FlexTensor::new(
-        Bytes::from_elems(out_data),
-        Layout::contiguous(out_shape),
-        T::dtype(),
-    )
+    FlexTensor::new(Bytes::from_elems(out_data), Layout::contiguous(out_shape), T::dtype())
 }
 
 /// s2s patch: an output buffer for gemm, which writes every element (`read_dst = false`) when
@@ -598,11 +599,7 @@ fn matmul_batched_gemm<T: GemmScalar>(lhs: FlexTensor, rhs: FlexTensor) -> FlexT
         if per_matrix_ops >= PARALLEL_THRESHOLD && !prefer_batch_parallel {
             let parallelism = gemm::Parallelism::Rayon(0);
             for b in 0..batch_size {
-                run_one(
-                    out_data[b * out_matrix_size..].as_mut_ptr() as *mut T,
-                    b,
-                    parallelism,
-                );
+                run_one(out_data[b * out_matrix_size..].as_mut_ptr() as *mut T, b, parallelism);
             }
         } else if total_ops >= BATCH_PARALLEL_THRESHOLD && batch_size > 1 {
             use rayon::prelude::*;
@@ -638,11 +635,7 @@ fn matmul_batched_gemm<T: GemmScalar>(lhs: FlexTensor, rhs: FlexTensor) -> FlexT
 
     // SAFETY: every batch's m x n block was written by gemm (k > 0, read_dst = false).
     let out_data = unsafe { assume_init(out_buffer) };
-    FlexTensor::new(
-        Bytes::from_elems(out_data),
-        Layout::contiguous(out_shape),
-        T::dtype(),
-    )
+    FlexTensor::new(Bytes::from_elems(out_data), Layout::contiguous(out_shape), T::dtype())
 }
 
 // ============================================================================
