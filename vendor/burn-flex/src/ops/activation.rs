@@ -174,6 +174,11 @@ impl ActivationOps<Flex> for Flex {
     fn softmax(tensor: FloatTensor<Flex>, dim: usize) -> FloatTensor<Flex> {
         softmax(tensor, dim)
     }
+
+    // s2s patch (PATCHES.md): fused f32 log-softmax.
+    fn log_softmax(tensor: FloatTensor<Flex>, dim: usize) -> FloatTensor<Flex> {
+        log_softmax(tensor, dim)
+    }
 }
 
 #[inline]
@@ -412,6 +417,90 @@ fn softmax_row_f32_simd<S: macerator::Simd>(input: &[f32], output: &mut [f32]) {
     for x in &mut output[i..] {
         *x *= inv;
     }
+}
+
+// ============================================================================
+// Fused log-softmax (s2s patch, PATCHES.md)
+// ============================================================================
+
+/// Log-softmax along `dim`. For f32 along the last axis, one row-parallel pass that keeps each
+/// row cache-hot and works in place when the tensor is unique. It does exactly the arithmetic of
+/// the trait's default (`x - max - ln(sum(exp(x - max)))`, with the same `exp` and row-sum
+/// kernels), so its results are bit-identical to it. Other cases take the default.
+pub fn log_softmax(tensor: FloatTensor<Flex>, dim: usize) -> FloatTensor<Flex> {
+    let rank = tensor.shape().num_dims();
+    if tensor.dtype() != DType::F32 || dim + 1 != rank {
+        let max = Flex::float_max_dim(tensor.clone(), dim);
+        let shifted = Flex::float_sub(tensor, max);
+        let log_sum_exp =
+            Flex::float_log(Flex::float_sum_dim(Flex::float_exp(shifted.clone()), dim));
+        return Flex::float_sub(shifted, log_sum_exp);
+    }
+    let mut tensor = tensor.into_contiguous();
+    let n = tensor.layout().num_elements();
+    let last = *tensor.layout().shape().last().expect("log_softmax: rank 0");
+    if n == 0 {
+        return tensor;
+    }
+    if let Some(storage) = tensor.try_storage_mut::<f32>() {
+        log_softmax_rows_f32(&mut storage[..n], last);
+        return tensor;
+    }
+    let mut out: Vec<f32> = tensor.storage::<f32>()[..n].to_vec();
+    log_softmax_rows_f32(&mut out, last);
+    FlexTensor::new(
+        Bytes::from_elems(out),
+        Layout::contiguous(tensor.layout().shape().clone()),
+        DType::F32,
+    )
+}
+
+fn log_softmax_rows_f32(data: &mut [f32], row_len: usize) {
+    assert_eq!(data.len() % row_len, 0);
+    #[cfg(feature = "rayon")]
+    {
+        use rayon::prelude::*;
+        const ROWS_PER_TASK: usize = 64;
+        data.par_chunks_mut(ROWS_PER_TASK * row_len)
+            .for_each(|rows| log_softmax_chunk_f32(rows, row_len));
+    }
+    #[cfg(not(feature = "rayon"))]
+    log_softmax_chunk_f32(data, row_len);
+}
+
+fn log_softmax_chunk_f32(rows: &mut [f32], row_len: usize) {
+    use crate::simd::fast_math::{FastOp, apply_best};
+    let mut exps = vec![0.0f32; row_len];
+    for row in rows.chunks_mut(row_len) {
+        let max = row_max_f32(row);
+        row.iter_mut().for_each(|x| *x -= max);
+        exps.copy_from_slice(row);
+        apply_best(&mut exps, FastOp::Exp);
+        let log_sum_exp = row_sum_f32(&exps).ln();
+        row.iter_mut().for_each(|x| *x -= log_sum_exp);
+    }
+}
+
+/// The row maximum as `float_max_dim` computes it.
+fn row_max_f32(row: &[f32]) -> f32 {
+    #[cfg(feature = "simd")]
+    return crate::simd::kernels::max_f32(row);
+    #[cfg(not(feature = "simd"))]
+    row.iter()
+        .copied()
+        .fold(f32::NEG_INFINITY, |m, x| if x > m { x } else { m })
+}
+
+/// The row sum as `float_sum_dim` over the last axis computes it (same summation order).
+fn row_sum_f32(row: &[f32]) -> f32 {
+    #[cfg(feature = "simd")]
+    {
+        let mut sum = [0.0f32];
+        crate::simd::kernels::sum_rows_f32(row, &mut sum, 1, row.len());
+        sum[0]
+    }
+    #[cfg(not(feature = "simd"))]
+    row.iter().copied().sum()
 }
 
 // f64, f16, bf16 softmax share the same row-parallel dispatcher shell and

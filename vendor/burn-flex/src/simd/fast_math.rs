@@ -114,7 +114,8 @@ unsafe fn apply_avx2(data: &mut [f32], op: FastOp) {
     apply(data, op)
 }
 
-fn apply_best(data: &mut [f32], op: FastOp) {
+/// `apply` at the best SIMD level this CPU has (s2s patch: visible to the fused log-softmax).
+pub(crate) fn apply_best(data: &mut [f32], op: FastOp) {
     #[cfg(all(feature = "std", target_arch = "x86_64"))]
     {
         if std::arch::is_x86_feature_detected!("avx512f") {
