@@ -8,6 +8,12 @@
 //! Transformer training step in a `perf` profile. Serving large blocks from the heap and never
 //! trimming it lets freed buffers be reused at the cost of keeping the peak resident
 //! (`s2s bench`: training steps 8-28% faster, peak memory ~7% higher; docs/performance.md).
+//!
+//! That only holds for the main arena. Other threads (decoding and training workers) get arenas
+//! built from 64 MiB mmap-ed sub-heaps, and glibc unmaps a sub-heap as soon as it is empty, trim
+//! threshold or not: a beam-5 batch then paid 100-160k page faults. One arena for all threads
+//! keeps every freed block for reuse; the lock it adds is taken once per tensor buffer, not per
+//! element (beam 5 10-20% faster, docs/performance.md).
 
 /// Applies the policy; call once, first thing in `main`, before other threads exist. A no-op
 /// outside glibc.
@@ -19,5 +25,7 @@ pub fn tune() {
         libc::mallopt(libc::M_MMAP_MAX, 0);
         // Never give the heap's top back to the kernel (each give-back means faults later).
         libc::mallopt(libc::M_TRIM_THRESHOLD, i32::MAX);
+        // Every thread allocates from the main arena, so the two rules above hold for all.
+        libc::mallopt(libc::M_ARENA_MAX, 1);
     }
 }
