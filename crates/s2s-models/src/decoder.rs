@@ -138,7 +138,7 @@ impl StepModel for Decoder<'_> {
                 );
                 *dec = prev.select_rows(&idx);
             }
-            ModelState::Transformer(s) => *s = s.select_rows(&idx, source_side),
+            ModelState::Transformer(s) => *s = s.select_rows(indices),
             ModelState::ConvS2S(s) => *s = s.select_rows(&idx, source_side),
         }
     }

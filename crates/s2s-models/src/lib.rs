@@ -10,6 +10,7 @@ pub mod convs2s;
 pub mod decoder;
 pub mod init;
 pub mod io;
+pub mod kernels;
 pub mod output;
 pub mod rnn;
 pub mod transformer;

@@ -9,7 +9,9 @@ use burn::nn::{Dropout, DropoutConfig, Linear};
 use burn::tensor::activation::softmax;
 use burn::tensor::{Bool, Device, Int, Tensor};
 
+use crate::ids_1d;
 use crate::init::xavier_linear;
+use crate::kernels::{select_rows_then_cat, single_query_attention};
 
 /// Projected keys and values, split into heads: `[batch, heads, len, d_k]` each.
 #[derive(Clone, Debug)]
@@ -35,9 +37,49 @@ impl KeyValue {
     }
 }
 
+/// Self-attention keys and values of the prefix decoded so far, for all live rows. Beam search
+/// reorders rows every step; the reorder is only recorded here and done by the next
+/// [`PrefixCache::append`], which gathers the surviving rows and adds the new position in one
+/// copy of the cache instead of two.
+#[derive(Clone, Debug)]
+pub struct PrefixCache {
+    kv: KeyValue,
+    /// Live row `i` is row `rows[i]` of `kv`; `None` while they are in order.
+    rows: Option<Vec<usize>>,
+}
+
+impl PrefixCache {
+    pub fn new(kv: KeyValue) -> Self {
+        Self { kv, rows: None }
+    }
+
+    /// Row `i` becomes row `idx[i]` (see [`crate::decoder`]'s reorder).
+    pub fn select_rows(&self, idx: &[usize]) -> Self {
+        let rows = match &self.rows {
+            Some(rows) => idx.iter().map(|&i| rows[i]).collect(),
+            None => idx.to_vec(),
+        };
+        Self {
+            kv: self.kv.clone(),
+            rows: Some(rows),
+        }
+    }
+
+    /// The prefix of the live rows followed by `new` (their next position).
+    pub fn append(self, new: KeyValue) -> KeyValue {
+        match self.rows {
+            None => self.kv.append(new),
+            Some(rows) => KeyValue {
+                key: select_rows_then_cat(self.kv.key, &rows, new.key),
+                value: select_rows_then_cat(self.kv.value, &rows, new.value),
+            },
+        }
+    }
+}
+
 /// Large negative score for masked keys: `exp` of it underflows to exactly zero, so masked keys
 /// contribute nothing (not merely little) and padding cannot change a sentence's results.
-const MASKED: f32 = -1.0e9;
+pub(crate) const MASKED: f32 = -1.0e9;
 
 #[derive(Module, Debug)]
 pub struct MultiHeadAttention {
@@ -80,6 +122,8 @@ impl MultiHeadAttention {
 
     /// Attends from `x: [batch, q_len, d_model]` over `kv` (`k_len` positions).
     ///
+    /// - `kv_rows`: row `i` of `x` attends over row `kv_rows[i]` of `kv` and `key_pad` (beams of
+    ///   one sentence share its encoder side); `None`: row `i`;
     /// - `key_pad: [batch, k_len]`, true at padded keys;
     /// - `causal: [q_len, k_len]`, true where a query may not look (the future).
     ///
@@ -89,12 +133,32 @@ impl MultiHeadAttention {
         &self,
         x: Tensor<3>,
         kv: &KeyValue,
+        kv_rows: Option<&[usize]>,
         key_pad: Option<&Tensor<2, Bool>>,
         causal: Option<&Tensor<2, Bool>>,
     ) -> (Tensor<3>, Tensor<4>) {
         let [b, q_len, d] = x.dims();
-        let [_, h, k_len, d_k] = kv.key.dims();
         let q = self.split_heads(self.query.forward(x));
+        // A decoding step: one query per row, nothing to mask but padding.
+        if q_len == 1
+            && causal.is_none()
+            && let Some((context, weights)) =
+                single_query_attention(&q, &kv.key, &kv.value, key_pad, kv_rows)
+        {
+            return (self.output.forward(context), weights);
+        }
+        let (shared, shared_pad);
+        let (kv, key_pad) = match kv_rows {
+            Some(rows) => {
+                let ids: Vec<u32> = rows.iter().map(|&r| r as u32).collect();
+                let idx = ids_1d(&ids, &q.device());
+                shared_pad = key_pad.map(|p| p.clone().select(0, idx.clone()));
+                shared = kv.select_rows(&idx);
+                (&shared, shared_pad.as_ref())
+            }
+            None => (kv, key_pad),
+        };
+        let [_, h, k_len, d_k] = kv.key.dims();
         let mut scores = q
             .matmul(kv.key.clone().swap_dims(2, 3))
             .div_scalar((d_k as f32).sqrt());

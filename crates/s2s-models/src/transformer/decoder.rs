@@ -7,7 +7,7 @@ use burn::nn::{LayerNorm, LayerNormConfig};
 use burn::tensor::{Bool, Device, Tensor};
 
 use super::TransformerConfig;
-use super::attention::{KeyValue, MultiHeadAttention};
+use super::attention::{KeyValue, MultiHeadAttention, PrefixCache};
 use super::feed_forward::FeedForward;
 use super::sublayer::Sublayer;
 
@@ -47,13 +47,15 @@ impl DecoderLayer {
 
     /// `x: [batch, q_len, d]` holds the positions after `past` (the cached prefix, if any).
     /// `causal: [q_len, q_len]` masks the future within `x` when `q_len > 1`; `cross` are the
-    /// projected encoder outputs and `src_pad` their padding.
+    /// projected encoder outputs and `src_pad` their padding, row `i` reading row `cross_rows[i]`
+    /// of both if given.
     pub fn forward(
         &self,
         x: Tensor<3>,
-        past: Option<KeyValue>,
+        past: Option<PrefixCache>,
         causal: Option<&Tensor<2, Bool>>,
         cross: &KeyValue,
+        cross_rows: Option<&[usize]>,
         src_pad: &Tensor<2, Bool>,
     ) -> LayerOutput {
         let (x, self_kv) = self.self_attn_sub.forward(x, |h| {
@@ -62,10 +64,11 @@ impl DecoderLayer {
                 Some(past) => past.append(new),
                 None => new,
             };
-            (self.self_attn.forward(h, &kv, None, causal).0, kv)
+            (self.self_attn.forward(h, &kv, None, None, causal).0, kv)
         });
         let (x, cross_weights) = self.cross_attn_sub.forward(x, |h| {
-            self.cross_attn.forward(h, cross, Some(src_pad), None)
+            self.cross_attn
+                .forward(h, cross, cross_rows, Some(src_pad), None)
         });
         let x = self.ffn_sub.forward(x, |h| (self.ffn.forward(h), ())).0;
         LayerOutput {

@@ -6,24 +6,27 @@ use burn::nn::{Dropout, DropoutConfig, Embedding, Linear};
 use burn::tensor::{Bool, Device, Int, Tensor};
 
 use super::TransformerConfig;
-use super::attention::KeyValue;
+use super::attention::{KeyValue, PrefixCache};
 use super::decoder::TransformerDecoder;
 use super::encoder::TransformerEncoder;
 use super::positions::PositionEncoding;
 use crate::OutputLayer;
 use crate::init::{embedding, xavier_linear};
 
-/// Everything incremental decoding keeps between steps, for all live rows. Every tensor has the
-/// rows on axis 0, so [`TransformerState::select_rows`] follows beam search's survivors.
+/// Everything incremental decoding keeps between steps, for all live rows.
+/// [`TransformerState::select_rows`] follows beam search's survivors.
 #[derive(Clone, Debug)]
 pub struct TransformerState {
     /// Per decoder layer: encoder-decoder keys and values, projected once per sentence.
     pub cross: Vec<KeyValue>,
-    /// `[rows, src_len]`, true at source padding.
+    /// `[sentences, src_len]`, true at source padding.
     pub src_pad: Tensor<2, Bool>,
+    /// Row `i` decodes sentence `cross_rows[i]` of `cross` and `src_pad`; `None`: sentence `i`.
+    /// Beams share their sentence's encoder side instead of each holding a copy.
+    pub cross_rows: Option<Vec<usize>>,
     /// Per decoder layer: self-attention keys and values of the prefix decoded so far; `None`
     /// before the first step.
-    pub past: Option<Vec<KeyValue>>,
+    pub past: Option<Vec<PrefixCache>>,
     /// Positions decoded so far (the position of the next input token).
     pub steps: usize,
     /// The output projection as [`OutputLayer::for_inference`], made on the first incremental
@@ -32,25 +35,21 @@ pub struct TransformerState {
 }
 
 impl TransformerState {
-    /// Row `i` becomes row `idx[i]`. With `source_side = false` the encoder-side tensors (cross
-    /// K/V, source padding) are kept as they are: right when every row still decodes the same
-    /// sentence, and the bulk of what a beam step would otherwise copy.
-    pub fn select_rows(&self, idx: &Tensor<1, Int>, source_side: bool) -> TransformerState {
-        let (cross, src_pad) = if source_side {
-            (
-                self.cross.iter().map(|kv| kv.select_rows(idx)).collect(),
-                self.src_pad.clone().select(0, idx.clone()),
-            )
-        } else {
-            (self.cross.clone(), self.src_pad.clone())
+    /// Row `i` becomes row `rows[i]`. Nothing is copied: the rows' sentences are looked up
+    /// through `cross_rows`, and the prefix caches reorder lazily ([`PrefixCache`]).
+    pub fn select_rows(&self, rows: &[usize]) -> TransformerState {
+        let cross_rows = match &self.cross_rows {
+            Some(sentence) => rows.iter().map(|&r| sentence[r]).collect(),
+            None => rows.to_vec(),
         };
         TransformerState {
-            cross,
-            src_pad,
+            cross: self.cross.clone(),
+            src_pad: self.src_pad.clone(),
+            cross_rows: Some(cross_rows),
             past: self
                 .past
                 .as_ref()
-                .map(|p| p.iter().map(|kv| kv.select_rows(idx)).collect()),
+                .map(|p| p.iter().map(|kv| kv.select_rows(rows)).collect()),
             steps: self.steps,
             output: self.output.clone(),
         }
@@ -137,6 +136,7 @@ impl TransformerSeq2Seq {
                 .map(|l| l.cross_attn.keys_values(memory.clone()))
                 .collect(),
             src_pad: pad,
+            cross_rows: None,
             past: None,
             steps: 0,
             output: None,
@@ -175,9 +175,16 @@ impl TransformerSeq2Seq {
         let mut attn = None;
         for (l, layer) in self.decoder.layers.iter().enumerate() {
             let prev = past.as_mut().and_then(|p| p.next());
-            let out = layer.forward(x, prev, causal.as_ref(), &state.cross[l], &state.src_pad);
+            let out = layer.forward(
+                x,
+                prev,
+                causal.as_ref(),
+                &state.cross[l],
+                state.cross_rows.as_deref(),
+                &state.src_pad,
+            );
             x = out.x;
-            new_past.push(out.self_kv);
+            new_past.push(PrefixCache::new(out.self_kv));
             if l == align {
                 let [b, _, q, s] = out.cross_weights.dims();
                 attn = Some(out.cross_weights.mean_dim(1).reshape([b, q, s]));

@@ -1,0 +1,149 @@
+//! The decoding-step attention kernel (`s2s_models::kernels::single_query_attention`) against the
+//! general path of the Transformer's attention (two batched matmuls and a softmax), on keys and
+//! values as decoding holds them: contiguous caches and head-split views, with and without
+//! padding, and rows that share the keys and values of one sentence.
+
+mod common;
+
+use burn::tensor::activation::softmax;
+use burn::tensor::{Bool, Tensor, TensorData};
+use s2s_models::kernels::single_query_attention;
+
+fn tensor(dims: [usize; 4], seed: u64) -> Tensor<4> {
+    let n = dims.iter().product();
+    let v: Vec<f32> = common::hashed_values(n, seed)
+        .into_iter()
+        .map(|x| x * 3.0)
+        .collect();
+    Tensor::from_data(TensorData::new(v, dims), &common::device())
+}
+
+fn general(
+    q: &Tensor<4>,
+    k: &Tensor<4>,
+    v: &Tensor<4>,
+    pad: Option<&Tensor<2, Bool>>,
+) -> (Vec<f32>, Vec<f32>) {
+    let [b, h, _, len] = [q.dims()[0], q.dims()[1], 1, k.dims()[2]];
+    let d_k = q.dims()[3];
+    let mut scores = q
+        .clone()
+        .matmul(k.clone().swap_dims(2, 3))
+        .div_scalar((d_k as f32).sqrt());
+    if let Some(pad) = pad {
+        let mask = pad.clone().reshape([b, 1, 1, len]).expand([b, h, 1, len]);
+        scores = scores.mask_fill(mask, -1.0e9);
+    }
+    let w = softmax(scores, 3);
+    let ctx = w
+        .clone()
+        .matmul(v.clone())
+        .swap_dims(1, 2)
+        .reshape([b, 1, h * d_k]);
+    (
+        ctx.into_data().try_into_vec::<f32>().unwrap(),
+        w.into_data().try_into_vec::<f32>().unwrap(),
+    )
+}
+
+fn close(a: &[f32], b: &[f32], what: &str) {
+    assert_eq!(a.len(), b.len(), "{what}");
+    for (i, (x, y)) in a.iter().zip(b).enumerate() {
+        assert!(
+            (x - y).abs() <= 1e-5 * (1.0 + y.abs()),
+            "{what}[{i}]: {x} vs {y}"
+        );
+    }
+}
+
+#[test]
+fn single_query_attention_matches_the_general_path() {
+    let (b, h, d_k) = (3, 4, 20);
+    for len in [1usize, 5, 17] {
+        let q = tensor([b, h, 1, d_k], 1);
+        // A contiguous cache, and head-split views `[b, len, h, d_k] -> [b, h, len, d_k]`.
+        let cases = [
+            (tensor([b, h, len, d_k], 2), tensor([b, h, len, d_k], 3)),
+            (
+                tensor([b, len, h, d_k], 4).swap_dims(1, 2),
+                tensor([b, len, h, d_k], 5).swap_dims(1, 2),
+            ),
+        ];
+        // Row r pads its last r keys (none for row 0), leaving at least one.
+        let pad: Vec<bool> = (0..b * len)
+            .map(|i| (i % len) + (i / len).min(len - 1) >= len)
+            .collect();
+        let pad = Tensor::<2, Bool>::from_data(TensorData::new(pad, [b, len]), &common::device());
+        for (k, v) in &cases {
+            for mask in [None, Some(&pad)] {
+                let (ctx, w) = single_query_attention(&q, k, v, mask, None)
+                    .expect("the CPU backend takes the kernel");
+                let (want_ctx, want_w) = general(&q, k, v, mask);
+                let what = format!("len {len}, mask {}", mask.is_some());
+                close(
+                    &ctx.into_data().try_into_vec::<f32>().unwrap(),
+                    &want_ctx,
+                    &what,
+                );
+                let w = w.into_data().try_into_vec::<f32>().unwrap();
+                close(&w, &want_w, &what);
+                if mask.is_some() {
+                    for r in 1..b {
+                        let masked = r.min(len - 1);
+                        for hh in 0..h {
+                            let row = &w[(r * h + hh) * len..(r * h + hh + 1) * len];
+                            assert!(
+                                row[len - masked..].iter().all(|&x| x == 0.0),
+                                "{what}: padding weighted"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn rows_can_share_keys_values_and_padding() {
+    let (b, h, d_k, len) = (2, 2, 16, 6);
+    let k = tensor([b, len, h, d_k], 7).swap_dims(1, 2);
+    let v = tensor([b, len, h, d_k], 8).swap_dims(1, 2);
+    let pad: Vec<bool> = (0..b * len).map(|i| i >= len && i % len >= 4).collect();
+    let pad = Tensor::<2, Bool>::from_data(TensorData::new(pad, [b, len]), &common::device());
+    // Beams: rows 0..3 read sentence 1, row 3 sentence 0.
+    let kv_rows = [1usize, 1, 1, 0];
+    let q = tensor([kv_rows.len(), h, 1, d_k], 9);
+    let ids: Vec<i64> = kv_rows.iter().map(|&r| r as i64).collect();
+    let idx = Tensor::<1, burn::tensor::Int>::from_data(
+        TensorData::new(ids, [kv_rows.len()]),
+        &common::device(),
+    );
+    // The per-row copies decoding used to make (a selected bool tensor, as burn-flex labels it).
+    let (k_rows, v_rows) = (
+        k.clone().select(0, idx.clone()),
+        v.clone().select(0, idx.clone()),
+    );
+    let pad_rows = pad.clone().select(0, idx);
+    let (want_ctx, want_w) = general(&q, &k_rows, &v_rows, Some(&pad_rows));
+    for (mask, rows) in [(&pad, Some(&kv_rows[..])), (&pad_rows, None)] {
+        let (kk, vv) = if rows.is_some() {
+            (&k, &v)
+        } else {
+            (&k_rows, &v_rows)
+        };
+        let (ctx, w) = single_query_attention(&q, kk, vv, Some(mask), rows)
+            .expect("the CPU backend takes the kernel");
+        let what = format!("shared {}", rows.is_some());
+        close(
+            &ctx.into_data().try_into_vec::<f32>().unwrap(),
+            &want_ctx,
+            &what,
+        );
+        close(
+            &w.into_data().try_into_vec::<f32>().unwrap(),
+            &want_w,
+            &what,
+        );
+    }
+}
