@@ -7,6 +7,8 @@ use burn::tensor::activation::softmax;
 use burn::tensor::{Bool, Device, Int, Tensor};
 use serde::{Deserialize, Serialize};
 
+use crate::kernels::additive_attention;
+
 /// How a query is scored against a key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -105,8 +107,19 @@ impl Attention {
         let [b, s, _] = memory.keys.dims();
         let energies: Tensor<2> = match (&self.query_proj, &self.v) {
             (Some(wq), Some(v)) => {
-                let q = wq.forward(query).unsqueeze_dim::<3>(1); // [b,1,a]
-                v.forward((memory.keys.clone() + q).tanh()).reshape([b, s])
+                let q = wq.forward(query); // [b,a]
+                // Decoding on the CPU: one fused kernel, same function.
+                if let Some(out) = additive_attention(
+                    &q,
+                    &memory.keys,
+                    &v.weight.val(),
+                    &memory.values,
+                    &memory.pad,
+                ) {
+                    return out;
+                }
+                v.forward((memory.keys.clone() + q.unsqueeze_dim::<3>(1)).tanh())
+                    .reshape([b, s])
             }
             _ => memory
                 .keys

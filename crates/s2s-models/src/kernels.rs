@@ -58,11 +58,118 @@ fn select_rows_then_cat_flex(past: &FlexTensor, rows: &[usize], new: &FlexTensor
             out.extend_from_slice(&new_data[n..n + new_block]);
         }
     }
+    flex_tensor(out, [rows.len(), heads, len + new_len, d])
+}
+
+/// The CPU backend's f32 tensor behind `t`; `None` for other backends, dtypes or tracked tensors.
+fn flex_f32<const D: usize>(t: &Tensor<D>) -> Option<FlexTensor> {
+    (t.dtype() == DType::F32)
+        .then(|| t.clone().try_into_primitive::<Flex>().ok())
+        .flatten()
+}
+
+/// A contiguous one-byte-per-element mask. burn-flex's `select` on a bool tensor labels its
+/// result `U8`, so both labels are accepted.
+fn flex_mask(p: &Tensor<2, Bool>) -> Option<FlexTensor> {
+    let p = p.clone().try_into_primitive::<Flex>().ok()?.to_contiguous();
+    (matches!(p.dtype(), DType::Bool(_) | DType::U8) && p.dtype().size() == 1).then_some(p)
+}
+
+fn flex_tensor<const D: usize>(data: Vec<f32>, dims: [usize; D]) -> FlexTensor {
     FlexTensor::new(
-        burn::tensor::Bytes::from_elems(out),
-        Layout::contiguous(Shape::new([rows.len(), heads, len + new_len, d])),
+        burn::tensor::Bytes::from_elems(data),
+        Layout::contiguous(Shape::new(dims)),
         DType::F32,
     )
+}
+
+/// Bahdanau's additive attention for one decoding step: the energy of key `s` of row `r` is
+/// `v . tanh(keys[r, s] + q[r])`, masked where `pad` is true, then a softmax over the keys and
+/// the context `sum_s weights[r, s] values[r, s]`. `q: [rows, a]` is the projected query,
+/// `keys: [rows, len, a]`, `v: [a, 1]`, `values: [rows, len, d]`, `pad: [rows, len]`. Returns
+/// the context `[rows, d]` and the weights `[rows, len]`.
+///
+/// The tensor ops materialise `keys + q` and its `tanh` (`[rows, len, a]`), multiply by `v` as a
+/// one-column gemm and take the context as one tiny gemm per row; here each key's energy is
+/// computed while its row is in cache. `None` off the CPU backend or for tracked tensors.
+pub fn additive_attention(
+    q: &Tensor<2>,
+    keys: &Tensor<3>,
+    v: &Tensor<2>,
+    values: &Tensor<3>,
+    pad: &Tensor<2, Bool>,
+) -> Option<(Tensor<2>, Tensor<2>)> {
+    let (q, keys, v) = (
+        flex_f32(q)?.to_contiguous(),
+        flex_f32(keys)?.to_contiguous(),
+        flex_f32(v)?.to_contiguous(),
+    );
+    let (values, pad) = (flex_f32(values)?.to_contiguous(), flex_mask(pad)?);
+    let shape = |t: &FlexTensor| t.layout().shape().to_vec();
+    let (ks, vs) = (shape(&keys), shape(&values));
+    let [rows, len, a, d] = [ks[0], ks[1], ks[2], vs[2]];
+    assert!(
+        shape(&q) == [rows, a] && shape(&v) == [a, 1] && vs[..2] == [rows, len],
+        "additive_attention: shapes {:?} {ks:?} {:?} {vs:?}",
+        shape(&q),
+        shape(&v)
+    );
+    let mut context = vec![0.0f32; rows * d];
+    let mut weights = vec![0.0f32; rows * len];
+    let kernel = Additive {
+        q: &q.storage::<f32>()[..rows * a],
+        keys: &keys.storage::<f32>()[..rows * len * a],
+        v: &v.storage::<f32>()[..a],
+        values: &values.storage::<f32>()[..rows * len * d],
+        pad: &pad.storage::<u8>()[..rows * len],
+        dims: [rows, len, a, d],
+    };
+    run(&kernel, &mut context, &mut weights);
+    Some((
+        Tensor::from_primitive::<Flex>(flex_tensor(context, [rows, d])),
+        Tensor::from_primitive::<Flex>(flex_tensor(weights, [rows, len])),
+    ))
+}
+
+struct Additive<'a> {
+    q: &'a [f32],
+    keys: &'a [f32],
+    v: &'a [f32],
+    values: &'a [f32],
+    pad: &'a [u8],
+    /// rows, keys per row, attention size, value size.
+    dims: [usize; 4],
+}
+
+impl StepKernel for Additive<'_> {
+    #[inline(always)]
+    fn compute(&self, context: &mut [f32], weights: &mut [f32]) {
+        let [rows, len, a, d] = self.dims;
+        let mut hidden = vec![0.0f32; a];
+        for r in 0..rows {
+            let q = &self.q[r * a..(r + 1) * a];
+            let w = &mut weights[r * len..(r + 1) * len];
+            for (s, w) in w.iter_mut().enumerate() {
+                if self.pad[r * len + s] != 0 {
+                    *w = MASKED;
+                    continue;
+                }
+                let key = &self.keys[(r * len + s) * a..(r * len + s + 1) * a];
+                for ((h, &k), &q) in hidden.iter_mut().zip(key).zip(q) {
+                    *h = burn_flex::simd::fast_math::tanh_f32(k + q);
+                }
+                *w = dot(self.v, &hidden);
+            }
+            softmax_in_place(w);
+            let out = &mut context[r * d..(r + 1) * d];
+            let values = &self.values[r * len * d..(r + 1) * len * d];
+            for (&p, value) in w.iter().zip(values.chunks_exact(d)) {
+                for (o, &x) in out.iter_mut().zip(value) {
+                    *o += p * x;
+                }
+            }
+        }
+    }
 }
 
 fn dims4(t: &FlexTensor) -> [usize; 4] {
@@ -87,22 +194,10 @@ pub fn single_query_attention(
     key_pad: Option<&Tensor<2, Bool>>,
     kv_rows: Option<&[usize]>,
 ) -> Option<(Tensor<3>, Tensor<4>)> {
-    let flex = |t: &Tensor<4>| {
-        (t.dtype() == DType::F32)
-            .then(|| t.clone().try_into_primitive::<Flex>().ok())
-            .flatten()
-    };
-    let q = flex(q)?.to_contiguous();
-    let (key, value) = (Strided::of(flex(key)?), Strided::of(flex(value)?));
+    let q = flex_f32(q)?.to_contiguous();
+    let (key, value) = (Strided::of(flex_f32(key)?), Strided::of(flex_f32(value)?));
     let pad = match key_pad {
-        Some(p) => {
-            let p = p.clone().try_into_primitive::<Flex>().ok()?.to_contiguous();
-            // One byte per key. burn-flex's `select` on a bool tensor labels its result `U8`.
-            if !(matches!(p.dtype(), DType::Bool(_) | DType::U8) && p.dtype().size() == 1) {
-                return None;
-            }
-            Some(p)
-        }
+        Some(p) => Some(flex_mask(p)?),
         None => None,
     };
     let [rows, heads, q_len, d_k] = dims4(&q);
@@ -123,27 +218,17 @@ pub fn single_query_attention(
     let pad_data = pad
         .as_ref()
         .map(|p: &FlexTensor| &p.storage::<u8>()[..kv_n * len]);
-    Attend {
+    let kernel = Attend {
         q: &q.storage::<f32>()[..rows * heads * d_k],
         kv_rows,
         key: &key,
         value: &value,
         pad: pad_data,
-    }
-    .run(&mut context, &mut weights);
-    let context = FlexTensor::new(
-        burn::tensor::Bytes::from_elems(context),
-        Layout::contiguous(Shape::new([rows, 1, heads * d_k])),
-        DType::F32,
-    );
-    let weights = FlexTensor::new(
-        burn::tensor::Bytes::from_elems(weights),
-        Layout::contiguous(Shape::new([rows, heads, 1, len])),
-        DType::F32,
-    );
+    };
+    run(&kernel, &mut context, &mut weights);
     Some((
-        Tensor::from_primitive::<Flex>(context),
-        Tensor::from_primitive::<Flex>(weights),
+        Tensor::from_primitive::<Flex>(flex_tensor(context, [rows, 1, heads * d_k])),
+        Tensor::from_primitive::<Flex>(flex_tensor(weights, [rows, heads, 1, len])),
     ))
 }
 
@@ -191,38 +276,44 @@ struct Attend<'a> {
     pad: Option<&'a [u8]>,
 }
 
-impl Attend<'_> {
-    /// Picks the widest vector unit the CPU has; the arithmetic, and so every result, is the
-    /// same on each (no fused multiply-add, fixed lane order).
-    fn run(&self, context: &mut [f32], weights: &mut [f32]) {
-        #[cfg(target_arch = "x86_64")]
-        {
-            if std::arch::is_x86_feature_detected!("avx512f") {
-                // SAFETY: the CPU has AVX-512F (checked just above).
-                return unsafe { self.run_avx512(context, weights) };
-            }
-            if std::arch::is_x86_feature_detected!("avx2") {
-                // SAFETY: the CPU has AVX2 (checked just above).
-                return unsafe { self.run_avx2(context, weights) };
-            }
+/// A kernel writing a decoding step's attention context and weights, compiled for each vector
+/// unit by [`run`].
+trait StepKernel {
+    fn compute(&self, context: &mut [f32], weights: &mut [f32]);
+}
+
+/// Runs `kernel` compiled for the widest vector unit the CPU has; the arithmetic, and so every
+/// result, is the same on each (no fused multiply-add, fixed lane order).
+fn run<K: StepKernel>(kernel: &K, context: &mut [f32], weights: &mut [f32]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the CPU has AVX-512F (checked just above).
+            return unsafe { run_avx512(kernel, context, weights) };
         }
-        self.attend(context, weights)
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU has AVX2 (checked just above).
+            return unsafe { run_avx2(kernel, context, weights) };
+        }
     }
+    kernel.compute(context, weights)
+}
 
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx512f")]
-    unsafe fn run_avx512(&self, context: &mut [f32], weights: &mut [f32]) {
-        self.attend(context, weights)
-    }
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn run_avx512<K: StepKernel>(kernel: &K, context: &mut [f32], weights: &mut [f32]) {
+    kernel.compute(context, weights)
+}
 
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2")]
-    unsafe fn run_avx2(&self, context: &mut [f32], weights: &mut [f32]) {
-        self.attend(context, weights)
-    }
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn run_avx2<K: StepKernel>(kernel: &K, context: &mut [f32], weights: &mut [f32]) {
+    kernel.compute(context, weights)
+}
 
+impl StepKernel for Attend<'_> {
     #[inline(always)]
-    fn attend(&self, context: &mut [f32], weights: &mut [f32]) {
+    fn compute(&self, context: &mut [f32], weights: &mut [f32]) {
         let [_, heads, len, d_k] = self.key.dims;
         let (keys, values) = (self.key.data(), self.value.data());
         let scale = (d_k as f32).sqrt();
