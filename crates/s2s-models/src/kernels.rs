@@ -1,6 +1,8 @@
-//! Operations burn has no single op for, written for the CPU backend (burn-flex) through burn's
-//! backend-extension API (`Tensor::try_into_primitive` / `from_primitive`). On any other backend
-//! each falls back to the equivalent plain tensor ops, so results never depend on which path ran.
+//! Decoding-step operations burn has no single op for, written for the CPU backend (burn-flex)
+//! through burn's backend-extension API (`Tensor::try_into_primitive` / `from_primitive`). Off
+//! that backend, or for tensors autodiff tracks, the plain tensor ops run instead: inside
+//! [`select_rows_then_cat`], and in the caller for the kernels that return `None`. Both compute
+//! the same function (the tests compare them).
 
 use burn::tensor::{Bool, DType, Shape, Tensor};
 use burn_flex::{Flex, FlexTensor, Layout};
@@ -23,13 +25,7 @@ pub fn select_rows_then_cat(past: Tensor<4>, rows: &[usize], new: Tensor<4>) -> 
         new.dims(),
         past.dims()
     );
-    let on_cpu = past.dtype() == DType::F32 && new.dtype() == DType::F32;
-    if on_cpu
-        && let (Ok(p), Ok(n)) = (
-            past.clone().try_into_primitive::<Flex>(),
-            new.clone().try_into_primitive::<Flex>(),
-        )
-    {
+    if let (Some(p), Some(n)) = (flex_f32(&past), flex_f32(&new)) {
         return Tensor::from_primitive::<Flex>(select_rows_then_cat_flex(&p, rows, &n));
     }
     let ids: Vec<u32> = rows.iter().map(|&r| r as u32).collect();
@@ -42,8 +38,8 @@ fn select_rows_then_cat_flex(past: &FlexTensor, rows: &[usize], new: &FlexTensor
     let new = new.to_contiguous();
     let [past_rows, heads, len, d] = dims4(&past);
     let [_, _, new_len, _] = dims4(&new);
-    let past_data: &[f32] = &past.storage::<f32>()[past.layout().start_offset()..];
-    let new_data: &[f32] = &new.storage::<f32>()[new.layout().start_offset()..];
+    // `to_contiguous` leaves offset 0 and exactly the tensor's elements.
+    let (past_data, new_data) = (past.storage::<f32>(), new.storage::<f32>());
     let (past_block, new_block) = (len * d, new_len * d);
     let mut out = Vec::with_capacity(rows.len() * heads * (past_block + new_block));
     for (i, &row) in rows.iter().enumerate() {
