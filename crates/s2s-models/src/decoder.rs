@@ -122,10 +122,14 @@ impl StepModel for Decoder<'_> {
         // dropping out).
         let source_side = sentence_of_row != state.sentence_of_row;
         state.sentence_of_row = sentence_of_row;
-        let idx: Vec<u32> = indices.iter().map(|&i| i as u32).collect();
-        let idx = ids_1d(&idx, &self.device);
+        // The Transformer reorders by host indices alone; the others select on the device.
+        let device_indices = || {
+            let idx: Vec<u32> = indices.iter().map(|&i| i as u32).collect();
+            ids_1d(&idx, &self.device)
+        };
         match &mut state.model {
             ModelState::Rnn { enc, dec } => {
+                let idx = device_indices();
                 if source_side {
                     *enc = enc.select_rows(&idx);
                 }
@@ -139,7 +143,7 @@ impl StepModel for Decoder<'_> {
                 *dec = prev.select_rows(&idx);
             }
             ModelState::Transformer(s) => *s = s.select_rows(indices),
-            ModelState::ConvS2S(s) => *s = s.select_rows(&idx, source_side),
+            ModelState::ConvS2S(s) => *s = s.select_rows(&device_indices(), source_side),
         }
     }
 }

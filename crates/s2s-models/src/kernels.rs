@@ -200,15 +200,10 @@ pub fn single_query_attention(
     let [kv_n, _, len, _] = key.dims;
     assert_eq!(q_len, 1, "single_query_attention: {q_len} query positions");
     assert!(key.dims == [kv_n, heads, len, d_k] && value.dims == key.dims);
-    let identity: Vec<usize>;
-    let kv_rows = match kv_rows {
-        Some(r) => r,
-        None => {
-            identity = (0..rows).collect();
-            &identity
-        }
-    };
-    assert!(kv_rows.len() == rows && kv_rows.iter().all(|&r| r < kv_n));
+    assert!(match kv_rows {
+        Some(m) => m.len() == rows && m.iter().all(|&r| r < kv_n),
+        None => kv_n == rows,
+    });
     let mut context = vec![0.0f32; rows * heads * d_k];
     let mut weights = vec![0.0f32; rows * heads * len];
     let pad_data = pad
@@ -266,7 +261,8 @@ impl Strided {
 
 struct Attend<'a> {
     q: &'a [f32],
-    kv_rows: &'a [usize],
+    /// Row of `key`, `value` and `pad` each query row reads; `None`: its own.
+    kv_rows: Option<&'a [usize]>,
     key: &'a Strided,
     value: &'a Strided,
     pad: Option<&'a [u8]>,
@@ -313,7 +309,8 @@ impl StepKernel for Attend<'_> {
         let [_, heads, len, d_k] = self.key.dims;
         let (keys, values) = (self.key.data(), self.value.data());
         let scale = (d_k as f32).sqrt();
-        for (r, &kv_r) in self.kv_rows.iter().enumerate() {
+        for r in 0..self.q.len() / (heads * d_k) {
+            let kv_r = self.kv_rows.map_or(r, |m| m[r]);
             let pad = self.pad.map(|p| &p[kv_r * len..(kv_r + 1) * len]);
             for h in 0..heads {
                 let rh = r * heads + h;

@@ -24,16 +24,6 @@ fn host<const D: usize>(t: Tensor<D>) -> Vec<f32> {
     t.into_data().try_into_vec::<f32>().unwrap()
 }
 
-fn close(a: &[f32], b: &[f32], what: &str) {
-    assert_eq!(a.len(), b.len(), "{what}");
-    for (i, (x, y)) in a.iter().zip(b).enumerate() {
-        assert!(
-            (x - y).abs() <= 1e-5 * (1.0 + y.abs()),
-            "{what}[{i}]: {x} vs {y}"
-        );
-    }
-}
-
 #[test]
 fn additive_attention_matches_the_tensor_ops() {
     let (rows, len, a, d) = (3, 7, 24, 10);
@@ -62,8 +52,8 @@ fn additive_attention_matches_the_tensor_ops() {
         let (ctx, w) = additive_attention(&q, &keys, &v, &values, &mask)
             .expect("the CPU backend takes the kernel");
         let w = host(w);
-        close(&host(ctx), &want_ctx, "context");
-        close(&w, &want_w, "weights");
+        common::assert_close(&host(ctx), &want_ctx, "context");
+        common::assert_close(&w, &want_w, "weights");
         for r in 1..rows {
             assert!(
                 w[r * len + len - r..(r + 1) * len]
@@ -112,6 +102,6 @@ fn attend_agrees_with_and_without_the_kernel() {
         "the kernel must leave tracked tensors to autodiff"
     );
     let (ctx_t, w_t) = attn_ad.attend(query_ad, &tracked);
-    close(&host(ctx), &host(ctx_t), "context");
-    close(&host(w), &host(w_t), "weights");
+    common::assert_close(&host(ctx), &host(ctx_t), "context");
+    common::assert_close(&host(w), &host(w_t), "weights");
 }

@@ -46,16 +46,6 @@ fn general(
     )
 }
 
-fn close(a: &[f32], b: &[f32], what: &str) {
-    assert_eq!(a.len(), b.len(), "{what}");
-    for (i, (x, y)) in a.iter().zip(b).enumerate() {
-        assert!(
-            (x - y).abs() <= 1e-5 * (1.0 + y.abs()),
-            "{what}[{i}]: {x} vs {y}"
-        );
-    }
-}
-
 #[test]
 fn single_query_attention_matches_the_general_path() {
     let (b, h, d_k) = (3, 4, 20);
@@ -80,13 +70,13 @@ fn single_query_attention_matches_the_general_path() {
                     .expect("the CPU backend takes the kernel");
                 let (want_ctx, want_w) = general(&q, k, v, mask);
                 let what = format!("len {len}, mask {}", mask.is_some());
-                close(
+                common::assert_close(
                     &ctx.into_data().try_into_vec::<f32>().unwrap(),
                     &want_ctx,
                     &what,
                 );
                 let w = w.into_data().try_into_vec::<f32>().unwrap();
-                close(&w, &want_w, &what);
+                common::assert_close(&w, &want_w, &what);
                 if mask.is_some() {
                     for r in 1..b {
                         let masked = r.min(len - 1);
@@ -135,12 +125,12 @@ fn rows_can_share_keys_values_and_padding() {
         let (ctx, w) = single_query_attention(&q, kk, vv, Some(mask), rows)
             .expect("the CPU backend takes the kernel");
         let what = format!("shared {}", rows.is_some());
-        close(
+        common::assert_close(
             &ctx.into_data().try_into_vec::<f32>().unwrap(),
             &want_ctx,
             &what,
         );
-        close(
+        common::assert_close(
             &w.into_data().try_into_vec::<f32>().unwrap(),
             &want_w,
             &what,

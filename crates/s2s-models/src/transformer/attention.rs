@@ -55,13 +55,9 @@ impl PrefixCache {
 
     /// Row `i` becomes row `idx[i]` (see [`crate::decoder`]'s reorder).
     pub fn select_rows(&self, idx: &[usize]) -> Self {
-        let rows = match &self.rows {
-            Some(rows) => idx.iter().map(|&i| rows[i]).collect(),
-            None => idx.to_vec(),
-        };
         Self {
             kv: self.kv.clone(),
-            rows: Some(rows),
+            rows: Some(compose_rows(self.rows.as_deref(), idx)),
         }
     }
 
@@ -74,6 +70,14 @@ impl PrefixCache {
                 value: select_rows_then_cat(self.kv.value, &rows, new.value),
             },
         }
+    }
+}
+
+/// A row map (`None`: identity) after a reorder that makes row `i` of row `idx[i]`.
+pub(crate) fn compose_rows(rows: Option<&[usize]>, idx: &[usize]) -> Vec<usize> {
+    match rows {
+        Some(rows) => idx.iter().map(|&i| rows[i]).collect(),
+        None => idx.to_vec(),
     }
 }
 

@@ -6,7 +6,7 @@ use burn::nn::{Dropout, DropoutConfig, Embedding, Linear};
 use burn::tensor::{Bool, Device, Int, Tensor};
 
 use super::TransformerConfig;
-use super::attention::{KeyValue, PrefixCache};
+use super::attention::{KeyValue, PrefixCache, compose_rows};
 use super::decoder::TransformerDecoder;
 use super::encoder::TransformerEncoder;
 use super::positions::PositionEncoding;
@@ -38,14 +38,10 @@ impl TransformerState {
     /// Row `i` becomes row `rows[i]`. Nothing is copied: the rows' sentences are looked up
     /// through `cross_rows`, and the prefix caches reorder lazily ([`PrefixCache`]).
     pub fn select_rows(&self, rows: &[usize]) -> TransformerState {
-        let cross_rows = match &self.cross_rows {
-            Some(sentence) => rows.iter().map(|&r| sentence[r]).collect(),
-            None => rows.to_vec(),
-        };
         TransformerState {
             cross: self.cross.clone(),
             src_pad: self.src_pad.clone(),
-            cross_rows: Some(cross_rows),
+            cross_rows: Some(compose_rows(self.cross_rows.as_deref(), rows)),
             past: self
                 .past
                 .as_ref()

@@ -24,6 +24,18 @@ pub fn hashed_values(len: usize, seed: u64) -> Vec<f32> {
         .collect()
 }
 
+/// Element-wise agreement within 1e-5, relative to `b` (plus 1e-5 absolute): for results of one
+/// function computed in another summation order.
+pub fn assert_close(a: &[f32], b: &[f32], what: &str) {
+    assert_eq!(a.len(), b.len(), "{what}");
+    for (i, (x, y)) in a.iter().zip(b).enumerate() {
+        assert!(
+            (x - y).abs() <= 1e-5 * (1.0 + y.abs()),
+            "{what}[{i}]: {x} vs {y}"
+        );
+    }
+}
+
 pub fn device() -> Device {
     Device::flex()
 }
