@@ -4,7 +4,7 @@
 use crate::convs2s::ConvS2SState;
 use crate::rnn::{DecState, EncCtx};
 use crate::transformer::TransformerState;
-use crate::{PaddedIds, Seq2SeqModel, ids_1d};
+use crate::{PaddedIds, Seq2SeqModel, ids_1d, row_ids};
 use burn::tensor::activation::log_softmax;
 use burn::tensor::{Device, Tensor};
 use s2s_search::step::{StepModel, StepOutput};
@@ -117,19 +117,14 @@ impl StepModel for Decoder<'_> {
     fn reorder(&self, state: &mut DecodeState, indices: &[usize]) {
         let sentence_of_row: Vec<usize> =
             indices.iter().map(|&i| state.sentence_of_row[i]).collect();
-        // Rows of one sentence share its encoder-side state, so it only moves when some row now
-        // decodes a different sentence (beams fanning out at the first step, finished sentences
-        // dropping out).
+        // The RNN's rows of one sentence hold equal copies of its encoder side, so that only
+        // moves when some row now decodes a different sentence (beams fanning out at the first
+        // step, finished sentences dropping out).
         let source_side = sentence_of_row != state.sentence_of_row;
         state.sentence_of_row = sentence_of_row;
-        // The Transformer reorders by host indices alone; the others select on the device.
-        let device_indices = || {
-            let idx: Vec<u32> = indices.iter().map(|&i| i as u32).collect();
-            ids_1d(&idx, &self.device)
-        };
         match &mut state.model {
             ModelState::Rnn { enc, dec } => {
-                let idx = device_indices();
+                let idx = row_ids(indices, &self.device);
                 if source_side {
                     *enc = enc.select_rows(&idx);
                 }
@@ -142,8 +137,9 @@ impl StepModel for Decoder<'_> {
                 );
                 *dec = prev.select_rows(&idx);
             }
+            // These record the reorder and read each sentence's one encoder side through a row map.
             ModelState::Transformer(s) => *s = s.select_rows(indices),
-            ModelState::ConvS2S(s) => *s = s.select_rows(&device_indices(), source_side),
+            ModelState::ConvS2S(s) => *s = s.select_rows(indices),
         }
     }
 }

@@ -7,7 +7,7 @@
 use burn::tensor::{Bool, DType, Shape, Tensor};
 use burn_flex::{Flex, FlexTensor, Layout};
 
-use crate::ids_1d;
+use crate::row_ids;
 use crate::transformer::attention::MASKED;
 
 /// `cat([past.select(0, rows), new], 2)` for `[rows, heads, len, d]` tensors: the rows of `past`
@@ -28,28 +28,36 @@ pub fn select_rows_then_cat(past: Tensor<4>, rows: &[usize], new: Tensor<4>) -> 
     if let (Some(p), Some(n)) = (flex_f32(&past), flex_f32(&new)) {
         return Tensor::from_primitive::<Flex>(select_rows_then_cat_flex(&p, rows, &n));
     }
-    let ids: Vec<u32> = rows.iter().map(|&r| r as u32).collect();
-    let kept = past.select(0, ids_1d(&ids, &new.device()));
+    let kept = past.select(0, row_ids(rows, &new.device()));
     Tensor::cat(vec![kept, new], 2)
 }
 
 fn select_rows_then_cat_flex(past: &FlexTensor, rows: &[usize], new: &FlexTensor) -> FlexTensor {
-    let past = past.to_contiguous();
+    // `past` is read in place: a view (ConvS2S keeps its window as one) costs no extra copy.
+    let past = Strided::of(past.clone());
     let new = new.to_contiguous();
-    let [past_rows, heads, len, d] = dims4(&past);
+    let [past_rows, heads, len, d] = past.dims;
     let [_, _, new_len, _] = dims4(&new);
-    // `to_contiguous` leaves offset 0 and exactly the tensor's elements.
-    let (past_data, new_data) = (past.storage::<f32>(), new.storage::<f32>());
-    let (past_block, new_block) = (len * d, new_len * d);
-    let mut out = Vec::with_capacity(rows.len() * heads * (past_block + new_block));
+    let (past_data, new_data) = (past.data(), new.storage::<f32>());
+    let new_block = new_len * d;
+    // Each (row, head)'s positions lie back to back unless the view interleaves them.
+    let packed = past.strides[2] == d;
+    let mut out = Vec::with_capacity(rows.len() * heads * (len * d + new_block));
     for (i, &row) in rows.iter().enumerate() {
         assert!(
             row < past_rows,
             "select_rows_then_cat: row {row} of {past_rows}"
         );
         for h in 0..heads {
-            let p = (row * heads + h) * past_block;
-            out.extend_from_slice(&past_data[p..p + past_block]);
+            if packed && len > 0 {
+                let p = row * past.strides[0] + h * past.strides[1];
+                out.extend_from_slice(&past_data[p..p + len * d]);
+            } else {
+                for s in 0..len {
+                    out.extend_from_slice(past.at(past_data, row, h, s));
+                }
+            }
+            // `to_contiguous` leaves offset 0 and exactly the tensor's elements.
             let n = (i * heads + h) * new_block;
             out.extend_from_slice(&new_data[n..n + new_block]);
         }
@@ -173,11 +181,12 @@ fn dims4(t: &FlexTensor) -> [usize; 4] {
     [s[0], s[1], s[2], s[3]]
 }
 
-/// Scaled dot-product attention of a single query position per row, as a decoding step needs it:
+/// Dot-product attention of a single query position per row, as a decoding step needs it:
 /// `q: [rows, heads, 1, d_k]` over `key`, `value: [n, heads, len, d_k]`, with `key_pad: [n, len]`
-/// true at padded keys. Row `i` reads row `kv_rows[i]` of them (`None`: row `i`, and `n = rows`),
-/// so the beams of one sentence read one copy of its encoder side. Returns the context `[rows, 1, heads * d_k]` (heads
-/// concatenated) and the weights `[rows, heads, 1, len]`.
+/// true at padded keys and scores `q . k / score_divisor` (`sqrt(d_k)` for the Transformer, 1 for
+/// ConvS2S). Row `i` reads row `kv_rows[i]` of them (`None`: row `i`, and `n = rows`), so the
+/// beams of one sentence read one copy of its encoder side. Returns the context
+/// `[rows, 1, heads * d_k]` (heads concatenated) and the weights `[rows, heads, 1, len]`.
 ///
 /// With one query, every (row, head) product is a vector-matrix product of a few dozen keys: as
 /// two batched matmuls that is two tiny gemm calls per (row, head), mostly call overhead. Here
@@ -189,6 +198,7 @@ pub fn single_query_attention(
     value: &Tensor<4>,
     key_pad: Option<&Tensor<2, Bool>>,
     kv_rows: Option<&[usize]>,
+    score_divisor: f32,
 ) -> Option<(Tensor<3>, Tensor<4>)> {
     let q = flex_f32(q)?.to_contiguous();
     let (key, value) = (Strided::of(flex_f32(key)?), Strided::of(flex_f32(value)?));
@@ -215,6 +225,7 @@ pub fn single_query_attention(
         key: &key,
         value: &value,
         pad: pad_data,
+        score_divisor,
     };
     run(&kernel, &mut context, &mut weights);
     Some((
@@ -266,6 +277,7 @@ struct Attend<'a> {
     key: &'a Strided,
     value: &'a Strided,
     pad: Option<&'a [u8]>,
+    score_divisor: f32,
 }
 
 /// A kernel writing a decoding step's attention context and weights, compiled for each vector
@@ -308,7 +320,6 @@ impl StepKernel for Attend<'_> {
     fn compute(&self, context: &mut [f32], weights: &mut [f32]) {
         let [_, heads, len, d_k] = self.key.dims;
         let (keys, values) = (self.key.data(), self.value.data());
-        let scale = (d_k as f32).sqrt();
         for r in 0..self.q.len() / (heads * d_k) {
             let kv_r = self.kv_rows.map_or(r, |m| m[r]);
             let pad = self.pad.map(|p| &p[kv_r * len..(kv_r + 1) * len]);
@@ -321,7 +332,7 @@ impl StepKernel for Attend<'_> {
                     *w = if masked {
                         MASKED
                     } else {
-                        dot(q, self.key.at(keys, kv_r, h, s)) / scale
+                        dot(q, self.key.at(keys, kv_r, h, s)) / self.score_divisor
                     };
                 }
                 softmax_in_place(w);

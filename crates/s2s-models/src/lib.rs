@@ -165,3 +165,18 @@ pub fn ids_1d(ids: &[u32], device: &Device) -> Tensor<1, Int> {
     let v: Vec<i64> = ids.iter().map(|&t| t as i64).collect();
     Tensor::from_data(TensorData::new(v, [ids.len()]), device)
 }
+
+/// Row indices (a beam reorder, a row map) as a 1-D device tensor for `select`.
+pub fn row_ids(rows: &[usize], device: &Device) -> Tensor<1, Int> {
+    let v: Vec<i64> = rows.iter().map(|&r| r as i64).collect();
+    Tensor::from_data(TensorData::new(v, [rows.len()]), device)
+}
+
+/// A row map (`None`: identity) after a reorder that makes row `i` of row `idx[i]`. Decoding
+/// states record reorders this way instead of copying rows (see [`decoder`]'s reorder).
+pub(crate) fn compose_rows(rows: Option<&[usize]>, idx: &[usize]) -> Vec<usize> {
+    match rows {
+        Some(rows) => idx.iter().map(|&i| rows[i]).collect(),
+        None => idx.to_vec(),
+    }
+}

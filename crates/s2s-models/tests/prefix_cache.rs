@@ -53,6 +53,12 @@ fn select_rows_then_cat_equals_select_then_cat() {
         new_view.clone(),
     ));
     assert_eq!(got, plain(past_view, &rows, new_view), "views");
+    // A narrowed window (ConvS2S keeps the newest inputs of the last one): positions packed,
+    // rows strided.
+    let window = tensor([4, 1, 3, 2], 7).narrow(2, 1, 2);
+    let new = tensor([2, 1, 1, 2], 8);
+    let got = values(select_rows_then_cat(window.clone(), &[1, 3], new.clone()));
+    assert_eq!(got, plain(window, &[1, 3], new), "narrowed");
 }
 
 #[test]

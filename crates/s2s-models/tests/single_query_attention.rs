@@ -23,13 +23,14 @@ fn general(
     k: &Tensor<4>,
     v: &Tensor<4>,
     pad: Option<&Tensor<2, Bool>>,
+    divisor: f32,
 ) -> (Vec<f32>, Vec<f32>) {
     let [b, h, _, len] = [q.dims()[0], q.dims()[1], 1, k.dims()[2]];
     let d_k = q.dims()[3];
     let mut scores = q
         .clone()
         .matmul(k.clone().swap_dims(2, 3))
-        .div_scalar((d_k as f32).sqrt());
+        .div_scalar(divisor);
     if let Some(pad) = pad {
         let mask = pad.clone().reshape([b, 1, 1, len]).expand([b, h, 1, len]);
         scores = scores.mask_fill(mask, -1.0e9);
@@ -64,12 +65,16 @@ fn single_query_attention_matches_the_general_path() {
             .map(|i| (i % len) + (i / len).min(len - 1) >= len)
             .collect();
         let pad = Tensor::<2, Bool>::from_data(TensorData::new(pad, [b, len]), &common::device());
-        for (k, v) in &cases {
+        // The Transformer's scaling, and ConvS2S's (none).
+        let cases = cases
+            .iter()
+            .flat_map(|kv| [(kv, (d_k as f32).sqrt()), (kv, 1.0)]);
+        for ((k, v), divisor) in cases {
             for mask in [None, Some(&pad)] {
-                let (ctx, w) = single_query_attention(&q, k, v, mask, None)
+                let (ctx, w) = single_query_attention(&q, k, v, mask, None, divisor)
                     .expect("the CPU backend takes the kernel");
-                let (want_ctx, want_w) = general(&q, k, v, mask);
-                let what = format!("len {len}, mask {}", mask.is_some());
+                let (want_ctx, want_w) = general(&q, k, v, mask, divisor);
+                let what = format!("len {len}, mask {}, divisor {divisor}", mask.is_some());
                 common::assert_close(
                     &ctx.into_data().try_into_vec::<f32>().unwrap(),
                     &want_ctx,
@@ -115,14 +120,15 @@ fn rows_can_share_keys_values_and_padding() {
         v.clone().select(0, idx.clone()),
     );
     let pad_rows = pad.clone().select(0, idx);
-    let (want_ctx, want_w) = general(&q, &k_rows, &v_rows, Some(&pad_rows));
+    let divisor = (d_k as f32).sqrt();
+    let (want_ctx, want_w) = general(&q, &k_rows, &v_rows, Some(&pad_rows), divisor);
     for (mask, rows) in [(&pad, Some(&kv_rows[..])), (&pad_rows, None)] {
         let (kk, vv) = if rows.is_some() {
             (&k, &v)
         } else {
             (&k_rows, &v_rows)
         };
-        let (ctx, w) = single_query_attention(&q, kk, vv, Some(mask), rows)
+        let (ctx, w) = single_query_attention(&q, kk, vv, Some(mask), rows, divisor)
             .expect("the CPU backend takes the kernel");
         let what = format!("shared {}", rows.is_some());
         common::assert_close(

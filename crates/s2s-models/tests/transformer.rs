@@ -96,6 +96,19 @@ fn kv_cached_decoding_matches_the_parallel_pass() {
     }
 }
 
+/// On an autodiff device every tensor is tracked, so the step kernels decline and the tensor ops
+/// run, reading each sentence's encoder side through the row map: they must agree too.
+#[test]
+fn kv_cached_decoding_on_the_tensor_op_path_matches_the_parallel_pass() {
+    let cfg = ModelConfig::Transformer(TransformerConfig {
+        dropout: 0.0,
+        attention_dropout: 0.0,
+        activation_dropout: 0.0,
+        ..tiny()
+    });
+    check_cached_matches_uncached(&seeded(&cfg, VOCAB, 7, &device().autodiff()));
+}
+
 #[test]
 fn weights_round_trip_and_every_search_runs() {
     for cfg in variants() {

@@ -12,30 +12,58 @@
 use burn::module::Module;
 use burn::nn::Linear;
 use burn::tensor::activation::softmax;
-use burn::tensor::{Bool, Device, Int, Tensor};
+use burn::tensor::{Bool, Device, Tensor};
 
 use crate::init::normal_linear;
+use crate::kernels::single_query_attention;
+use crate::transformer::attention::MASKED;
+use crate::{compose_rows, row_ids};
 
 /// The encoder side of every decoder layer's attention, computed once per sentence.
 #[derive(Clone, Debug)]
 pub struct ConvMemory {
-    /// `z_j`: `[batch, src_len, emb]`.
+    /// `z_j`: `[sentences, src_len, emb]`.
     pub keys: Tensor<3>,
-    /// `(z_j + e_j) * sqrt(0.5)`: `[batch, src_len, emb]`.
+    /// `(z_j + e_j) * sqrt(0.5)`: `[sentences, src_len, emb]`.
     pub values: Tensor<3>,
-    /// `[batch, src_len]`, true at padding.
+    /// `[sentences, src_len]`, true at padding.
     pub pad: Tensor<2, Bool>,
-    /// `m * sqrt(1/m) = sqrt(m)` for each sentence's length `m`: `[batch, 1, 1]`.
+    /// `m * sqrt(1/m) = sqrt(m)` for the length `m` of each decoder row's sentence: `[rows, 1, 1]`
+    /// (tiny, so it is reordered with the rows).
     pub scale: Tensor<3>,
+    /// Decoder row `i` attends over sentence `rows[i]`; `None`: sentence `i`. Beams read their
+    /// sentence's memory instead of each holding a copy.
+    pub rows: Option<Vec<usize>>,
 }
 
 impl ConvMemory {
-    pub fn select_rows(&self, idx: &Tensor<1, Int>) -> ConvMemory {
+    /// Row `i` becomes row `idx[i]`: only the row map and the scales move.
+    pub fn select_rows(&self, idx: &[usize]) -> ConvMemory {
         ConvMemory {
-            keys: self.keys.clone().select(0, idx.clone()),
-            values: self.values.clone().select(0, idx.clone()),
-            pad: self.pad.clone().select(0, idx.clone()),
-            scale: self.scale.clone().select(0, idx.clone()),
+            keys: self.keys.clone(),
+            values: self.values.clone(),
+            pad: self.pad.clone(),
+            scale: self
+                .scale
+                .clone()
+                .select(0, row_ids(idx, &self.scale.device())),
+            rows: Some(compose_rows(self.rows.as_deref(), idx)),
+        }
+    }
+
+    /// Keys, values and padding with one row per decoder row.
+    fn per_row(&self) -> (Tensor<3>, Tensor<3>, Tensor<2, Bool>) {
+        let (keys, values, pad) = (self.keys.clone(), self.values.clone(), self.pad.clone());
+        match &self.rows {
+            None => (keys, values, pad),
+            Some(rows) => {
+                let idx = row_ids(rows, &keys.device());
+                (
+                    keys.select(0, idx.clone()),
+                    values.select(0, idx.clone()),
+                    pad.select(0, idx),
+                )
+            }
         }
     }
 }
@@ -67,12 +95,32 @@ impl MultiStepAttention {
     ) -> (Tensor<3>, Tensor<3>) {
         let half = 0.5f64.sqrt();
         let [b, len, _] = x.dims();
-        let s = memory.keys.dims()[1];
+        let [n, s, e] = memory.keys.dims();
         let query = (self.in_proj.forward(x.clone()) + target_emb).mul_scalar(half);
-        let scores = query.matmul(memory.keys.clone().swap_dims(1, 2));
-        let mask = memory.pad.clone().reshape([b, 1, s]).expand([b, len, s]);
-        let weights = softmax(scores.mask_fill(mask, -1.0e9), 2);
-        let context = weights.clone().matmul(memory.values.clone()) * memory.scale.clone();
+        // A decoding step: one query per row, through the step kernel where it runs.
+        let step = (len == 1)
+            .then(|| {
+                single_query_attention(
+                    &query.clone().reshape([b, 1, 1, e]),
+                    &memory.keys.clone().reshape([n, 1, s, e]),
+                    &memory.values.clone().reshape([n, 1, s, e]),
+                    Some(&memory.pad),
+                    memory.rows.as_deref(),
+                    1.0,
+                )
+            })
+            .flatten();
+        let (context, weights) = match step {
+            Some((context, weights)) => (context, weights.reshape([b, 1, s])),
+            None => {
+                let (keys, values, pad) = memory.per_row();
+                let scores = query.matmul(keys.swap_dims(1, 2));
+                let mask = pad.reshape([b, 1, s]).expand([b, len, s]);
+                let weights = softmax(scores.mask_fill(mask, MASKED), 2);
+                (weights.clone().matmul(values), weights)
+            }
+        };
+        let context = context * memory.scale.clone();
         let out = (self.out_proj.forward(context) + x).mul_scalar(half);
         (out, weights)
     }

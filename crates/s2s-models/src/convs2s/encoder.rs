@@ -71,6 +71,7 @@ impl ConvEncoder {
             values,
             pad,
             scale,
+            rows: None,
         }
     }
 }

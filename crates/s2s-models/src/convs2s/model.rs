@@ -9,34 +9,32 @@ use super::attention::ConvMemory;
 use super::decoder::ConvDecoder;
 use super::embedding::ConvEmbedding;
 use super::encoder::ConvEncoder;
-use crate::OutputLayer;
+use crate::kernels::select_rows_then_cat;
+use crate::{OutputLayer, compose_rows};
 
-/// Incremental decoding state of all live rows (rows on axis 0 of every tensor).
+/// Incremental decoding state of all live rows. [`ConvS2SState::select_rows`] follows beam
+/// search's survivors without copying: the memory is read through its row map, and the next
+/// step gathers the surviving rows of the windows as it builds its own.
 #[derive(Clone, Debug)]
 pub struct ConvS2SState {
     pub memory: ConvMemory,
-    /// Per decoder layer: its last `kernel - 1` convolution inputs `[rows, kernel - 1, hidden]`,
-    /// oldest first; zeros before the first step, exactly the causal padding of the full pass.
-    pub buffers: Vec<Tensor<3>>,
+    /// Per decoder layer: its last convolution window `[rows, kernel, hidden]`, oldest input
+    /// first, whose newest `kernel - 1` inputs begin the next window; zeros before the first
+    /// step, exactly the causal padding of the full pass.
+    pub windows: Vec<Tensor<3>>,
+    /// Live row `i` is row `window_rows[i]` of `windows`; `None` while they are in order.
+    pub window_rows: Option<Vec<usize>>,
     /// Positions decoded so far.
     pub steps: usize,
 }
 
 impl ConvS2SState {
-    /// Row `i` becomes row `idx[i]`. With `source_side = false` the attention memory is kept as
-    /// it is: right when every row still decodes the same sentence.
-    pub fn select_rows(&self, idx: &Tensor<1, Int>, source_side: bool) -> ConvS2SState {
+    /// Row `i` becomes row `rows[i]`.
+    pub fn select_rows(&self, rows: &[usize]) -> ConvS2SState {
         ConvS2SState {
-            memory: if source_side {
-                self.memory.select_rows(idx)
-            } else {
-                self.memory.clone()
-            },
-            buffers: self
-                .buffers
-                .iter()
-                .map(|b| b.clone().select(0, idx.clone()))
-                .collect(),
+            memory: self.memory.select_rows(rows),
+            windows: self.windows.clone(),
+            window_rows: Some(compose_rows(self.window_rows.as_deref(), rows)),
             steps: self.steps,
         }
     }
@@ -112,12 +110,12 @@ impl ConvS2S {
         let [rows, _] = src.dims();
         let device = src.device();
         let memory = self.encode(src, pad);
-        let width = self.cfg.kernel - 1;
         ConvS2SState {
             memory,
-            buffers: (0..self.cfg.dec_layers)
-                .map(|_| Tensor::zeros([rows, width, self.cfg.hidden], &device))
+            windows: (0..self.cfg.dec_layers)
+                .map(|_| Tensor::zeros([rows, self.cfg.kernel, self.cfg.hidden], &device))
                 .collect(),
+            window_rows: None,
             steps: 0,
         }
     }
@@ -130,10 +128,23 @@ impl ConvS2S {
             .tgt_embed
             .forward(tokens.reshape([rows, 1]), state.steps);
         let width = self.cfg.kernel - 1;
-        let buffers = &mut state.buffers;
+        let windows = &mut state.windows;
+        let kept = state.window_rows.take();
         let (hidden, attns) = self.decoder.forward(emb, &state.memory, |l, conv, x| {
-            let window = Tensor::cat(vec![buffers[l].clone(), x], 1);
-            buffers[l] = window.clone().narrow(1, 1, width);
+            let [old_rows, k, hidden] = windows[l].dims();
+            // The last window's newest inputs, read in place, then the new one: with a reorder
+            // pending, gathering the surviving rows and appending is one copy.
+            let past = windows[l]
+                .clone()
+                .reshape([old_rows, 1, k, hidden])
+                .narrow(2, 1, width);
+            let new = x.reshape([rows, 1, 1, hidden]);
+            let window = match &kept {
+                None => Tensor::cat(vec![past, new], 2),
+                Some(kept) => select_rows_then_cat(past, kept, new),
+            }
+            .reshape([rows, k, hidden]);
+            windows[l] = window.clone();
             conv.step(window)
         });
         state.steps += 1;

@@ -9,9 +9,9 @@ use burn::nn::{Dropout, DropoutConfig, Linear};
 use burn::tensor::activation::softmax;
 use burn::tensor::{Bool, Device, Int, Tensor};
 
-use crate::ids_1d;
 use crate::init::xavier_linear;
 use crate::kernels::{select_rows_then_cat, single_query_attention};
+use crate::{compose_rows, row_ids};
 
 /// Projected keys and values, split into heads: `[batch, heads, len, d_k]` each.
 #[derive(Clone, Debug)]
@@ -70,14 +70,6 @@ impl PrefixCache {
                 value: select_rows_then_cat(self.kv.value, &rows, new.value),
             },
         }
-    }
-}
-
-/// A row map (`None`: identity) after a reorder that makes row `i` of row `idx[i]`.
-pub(crate) fn compose_rows(rows: Option<&[usize]>, idx: &[usize]) -> Vec<usize> {
-    match rows {
-        Some(rows) => idx.iter().map(|&i| rows[i]).collect(),
-        None => idx.to_vec(),
     }
 }
 
@@ -143,29 +135,27 @@ impl MultiHeadAttention {
     ) -> (Tensor<3>, Tensor<4>) {
         let [b, q_len, d] = x.dims();
         let q = self.split_heads(self.query.forward(x));
+        let scale = ((d / self.heads) as f32).sqrt();
         // A decoding step: one query per row, nothing to mask but padding.
         if q_len == 1
             && causal.is_none()
             && let Some((context, weights)) =
-                single_query_attention(&q, &kv.key, &kv.value, key_pad, kv_rows)
+                single_query_attention(&q, &kv.key, &kv.value, key_pad, kv_rows, scale)
         {
             return (self.output.forward(context), weights);
         }
         let (shared, shared_pad);
         let (kv, key_pad) = match kv_rows {
             Some(rows) => {
-                let ids: Vec<u32> = rows.iter().map(|&r| r as u32).collect();
-                let idx = ids_1d(&ids, &q.device());
+                let idx = row_ids(rows, &q.device());
                 shared_pad = key_pad.map(|p| p.clone().select(0, idx.clone()));
                 shared = kv.select_rows(&idx);
                 (&shared, shared_pad.as_ref())
             }
             None => (kv, key_pad),
         };
-        let [_, h, k_len, d_k] = kv.key.dims();
-        let mut scores = q
-            .matmul(kv.key.clone().swap_dims(2, 3))
-            .div_scalar((d_k as f32).sqrt());
+        let [_, h, k_len, _] = kv.key.dims();
+        let mut scores = q.matmul(kv.key.clone().swap_dims(2, 3)).div_scalar(scale);
         if let Some(pad) = key_pad {
             let mask = pad
                 .clone()

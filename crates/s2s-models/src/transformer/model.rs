@@ -6,11 +6,12 @@ use burn::nn::{Dropout, DropoutConfig, Embedding, Linear};
 use burn::tensor::{Bool, Device, Int, Tensor};
 
 use super::TransformerConfig;
-use super::attention::{KeyValue, PrefixCache, compose_rows};
+use super::attention::{KeyValue, PrefixCache};
 use super::decoder::TransformerDecoder;
 use super::encoder::TransformerEncoder;
 use super::positions::PositionEncoding;
 use crate::OutputLayer;
+use crate::compose_rows;
 use crate::init::{embedding, xavier_linear};
 
 /// Everything incremental decoding keeps between steps, for all live rows.

@@ -84,13 +84,21 @@ pub fn tokens(n: usize, seed: u64) -> Vec<u32> {
         .collect()
 }
 
-fn int2(rows: &[Vec<u32>], pad: u32) -> Tensor<2, Int> {
+/// The device `model`'s weights live on.
+pub fn device_of(model: &Seq2SeqModel) -> Device {
+    burn::module::Module::devices(model)
+        .into_iter()
+        .next()
+        .expect("a model has weights")
+}
+
+fn int2(rows: &[Vec<u32>], pad: u32, device: &Device) -> Tensor<2, Int> {
     let len = rows.iter().map(Vec::len).max().unwrap();
     let flat: Vec<i64> = s2s_models::pad_rows(rows, len, pad)
         .into_iter()
         .map(|t| t as i64)
         .collect();
-    Tensor::from_data(TensorData::new(flat, [rows.len(), len]), &device())
+    Tensor::from_data(TensorData::new(flat, [rows.len(), len]), device)
 }
 
 /// Teacher-forced log-probs: `out[row][t]` is the distribution after reading `tgt_in[row][..=t]`
@@ -100,8 +108,9 @@ pub fn teacher_log_probs(
     srcs: &[Vec<u32>],
     tgt_in: &[Vec<u32>],
 ) -> Vec<Vec<Vec<f32>>> {
-    let src = PaddedIds::new(srcs, PAD, &device());
-    let logits = model.forward_teacher(&src, int2(tgt_in, PAD), None);
+    let device = device_of(model);
+    let src = PaddedIds::new(srcs, PAD, &device);
+    let logits = model.forward_teacher(&src, int2(tgt_in, PAD, &device), None);
     let [b, t, v] = logits.dims();
     let lp: Vec<f32> = log_softmax(logits, 2)
         .into_data()
@@ -201,7 +210,7 @@ pub fn check_cached_matches_uncached(model: &Seq2SeqModel) {
     let teacher = teacher_log_probs(model, &srcs, &tgts);
     let decoder = Decoder {
         model,
-        device: device(),
+        device: device_of(model),
         pad_id: PAD,
         vocab_size: VOCAB,
     };
