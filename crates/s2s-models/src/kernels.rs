@@ -13,8 +13,8 @@ use crate::transformer::attention::MASKED;
 /// `cat([past.select(0, rows), new], 2)` for `[rows, heads, len, d]` tensors: the rows of `past`
 /// that beam search kept, in their new order, each followed by its new positions.
 ///
-/// Decoding does this to every layer's self-attention cache at every step. Two ops copy the
-/// whole cache twice (once to reorder, once to grow); this copies it once.
+/// ConvS2S's beam search does this to every decoder layer's convolution window at every step.
+/// Two ops copy the window twice (once to reorder, once to grow); this copies it once.
 pub fn select_rows_then_cat(past: Tensor<4>, rows: &[usize], new: Tensor<4>) -> Tensor<4> {
     let [_, heads, _, d] = past.dims();
     let [new_rows, new_heads, _, new_d] = new.dims();
@@ -181,12 +181,25 @@ fn dims4(t: &FlexTensor) -> [usize; 4] {
     [s[0], s[1], s[2], s[3]]
 }
 
+/// Keys and values a decoding step attends over, in order: the encoder side (one segment), or a
+/// prefix cache (one segment per decoded block, see `PrefixCache`).
+#[derive(Clone, Copy)]
+pub struct Segment<'a> {
+    /// `[n, heads, len, d_k]`, like `value`.
+    pub key: &'a Tensor<4>,
+    pub value: &'a Tensor<4>,
+    /// `[n, len]`, true at padded keys.
+    pub pad: Option<&'a Tensor<2, Bool>>,
+    /// Query row `i` reads row `rows[i]` of this segment; `None`: row `i` (and `n = rows`).
+    pub rows: Option<&'a [usize]>,
+}
+
 /// Dot-product attention of a single query position per row, as a decoding step needs it:
-/// `q: [rows, heads, 1, d_k]` over `key`, `value: [n, heads, len, d_k]`, with `key_pad: [n, len]`
-/// true at padded keys and scores `q . k / score_divisor` (`sqrt(d_k)` for the Transformer, 1 for
-/// ConvS2S). Row `i` reads row `kv_rows[i]` of them (`None`: row `i`, and `n = rows`), so the
-/// beams of one sentence read one copy of its encoder side. Returns the context
-/// `[rows, 1, heads * d_k]` (heads concatenated) and the weights `[rows, heads, 1, len]`.
+/// `q: [rows, heads, 1, d_k]` over the keys of `segments` one after another, with scores
+/// `q . k / score_divisor` (`sqrt(d_k)` for the Transformer, 1 for ConvS2S). Row maps let the
+/// beams of one sentence read one copy of its encoder side, and a prefix cache follow beam
+/// reorders without copying. Returns the context `[rows, 1, heads * d_k]` (heads concatenated)
+/// and the weights `[rows, heads, 1, len]` (`len` summed over the segments).
 ///
 /// With one query, every (row, head) product is a vector-matrix product of a few dozen keys: as
 /// two batched matmuls that is two tiny gemm calls per (row, head), mostly call overhead. Here
@@ -194,43 +207,57 @@ fn dims4(t: &FlexTensor) -> [usize; 4] {
 /// the caller then runs the general path, which computes the same function.
 pub fn single_query_attention(
     q: &Tensor<4>,
-    key: &Tensor<4>,
-    value: &Tensor<4>,
-    key_pad: Option<&Tensor<2, Bool>>,
-    kv_rows: Option<&[usize]>,
+    segments: &[Segment<'_>],
     score_divisor: f32,
 ) -> Option<(Tensor<3>, Tensor<4>)> {
     let q = flex_f32(q)?.to_contiguous();
-    let (key, value) = (Strided::of(flex_f32(key)?), Strided::of(flex_f32(value)?));
-    let pad = match key_pad {
-        Some(p) => Some(flex_mask(p)?),
-        None => None,
-    };
     let [rows, heads, q_len, d_k] = dims4(&q);
-    let [kv_n, _, len, _] = key.dims;
     assert_eq!(q_len, 1, "single_query_attention: {q_len} query positions");
-    assert!(key.dims == [kv_n, heads, len, d_k] && value.dims == key.dims);
-    assert!(match kv_rows {
-        Some(m) => m.len() == rows && m.iter().all(|&r| r < kv_n),
-        None => kv_n == rows,
-    });
+    assert!(!segments.is_empty(), "single_query_attention: no keys");
+    let mut parts = Vec::with_capacity(segments.len());
+    for seg in segments {
+        let (key, value) = (
+            Strided::of(flex_f32(seg.key)?),
+            Strided::of(flex_f32(seg.value)?),
+        );
+        let pad = match seg.pad {
+            Some(p) => Some(flex_mask(p)?),
+            None => None,
+        };
+        let [n, _, len, _] = key.dims;
+        assert!(key.dims == [n, heads, len, d_k] && value.dims == key.dims);
+        assert!(match seg.rows {
+            Some(m) => m.len() == rows && m.iter().all(|&r| r < n),
+            None => n == rows,
+        });
+        parts.push((key, value, pad, seg.rows));
+    }
+    let total: usize = parts.iter().map(|p| p.0.dims[2]).sum();
     let mut context = vec![0.0f32; rows * heads * d_k];
-    let mut weights = vec![0.0f32; rows * heads * len];
-    let pad_data = pad
-        .as_ref()
-        .map(|p: &FlexTensor| &p.storage::<u8>()[..kv_n * len]);
+    let mut weights = vec![0.0f32; rows * heads * total];
     let kernel = Attend {
         q: &q.storage::<f32>()[..rows * heads * d_k],
-        kv_rows,
-        key: &key,
-        value: &value,
-        pad: pad_data,
+        segments: parts
+            .iter()
+            .map(|(key, value, pad, rows)| AttendSegment {
+                key,
+                value,
+                pad: pad.as_ref().map(|p| {
+                    let [n, _, len, _] = key.dims;
+                    &p.storage::<u8>()[..n * len]
+                }),
+                rows: *rows,
+            })
+            .collect(),
+        heads,
+        d_k,
+        len: total,
         score_divisor,
     };
     run(&kernel, &mut context, &mut weights);
     Some((
         Tensor::from_primitive::<Flex>(flex_tensor(context, [rows, 1, heads * d_k])),
-        Tensor::from_primitive::<Flex>(flex_tensor(weights, [rows, heads, 1, len])),
+        Tensor::from_primitive::<Flex>(flex_tensor(weights, [rows, heads, 1, total])),
     ))
 }
 
@@ -272,12 +299,19 @@ impl Strided {
 
 struct Attend<'a> {
     q: &'a [f32],
-    /// Row of `key`, `value` and `pad` each query row reads; `None`: its own.
-    kv_rows: Option<&'a [usize]>,
+    segments: Vec<AttendSegment<'a>>,
+    heads: usize,
+    d_k: usize,
+    /// Keys over all segments.
+    len: usize,
+    score_divisor: f32,
+}
+
+struct AttendSegment<'a> {
     key: &'a Strided,
     value: &'a Strided,
     pad: Option<&'a [u8]>,
-    score_divisor: f32,
+    rows: Option<&'a [usize]>,
 }
 
 /// A kernel writing a decoding step's attention context and weights, compiled for each vector
@@ -318,30 +352,56 @@ unsafe fn run_avx2<K: StepKernel>(kernel: &K, context: &mut [f32], weights: &mut
 impl StepKernel for Attend<'_> {
     #[inline(always)]
     fn compute(&self, context: &mut [f32], weights: &mut [f32]) {
-        let [_, heads, len, d_k] = self.key.dims;
-        let (keys, values) = (self.key.data(), self.value.data());
+        let (heads, len, d_k) = (self.heads, self.len, self.d_k);
+        let data: Vec<(&[f32], &[f32])> = self
+            .segments
+            .iter()
+            .map(|g| (g.key.data(), g.value.data()))
+            .collect();
+        // The row each segment gives the current query row.
+        let mut kv_rows = vec![0usize; self.segments.len()];
+        // Positions outermost, heads inside: a position's keys (or values) for every head are
+        // read together, which is one contiguous row of a step's projection, and each head still
+        // sums its positions in order.
         for r in 0..self.q.len() / (heads * d_k) {
-            let kv_r = self.kv_rows.map_or(r, |m| m[r]);
-            let pad = self.pad.map(|p| &p[kv_r * len..(kv_r + 1) * len]);
-            for h in 0..heads {
-                let rh = r * heads + h;
-                let q = &self.q[rh * d_k..(rh + 1) * d_k];
-                let w = &mut weights[rh * len..(rh + 1) * len];
-                for (s, w) in w.iter_mut().enumerate() {
+            for (g, kv_r) in self.segments.iter().zip(kv_rows.iter_mut()) {
+                *kv_r = g.rows.map_or(r, |m| m[r]);
+            }
+            let q = &self.q[r * heads * d_k..(r + 1) * heads * d_k];
+            let w = &mut weights[r * heads * len..(r + 1) * heads * len];
+            let mut at = 0;
+            for ((g, &(keys, _)), &kv_r) in self.segments.iter().zip(&data).zip(&kv_rows) {
+                let n = g.key.dims[2];
+                let pad = g.pad.map(|p| &p[kv_r * n..(kv_r + 1) * n]);
+                for s in 0..n {
                     let masked = pad.is_some_and(|p| p[s] != 0);
-                    *w = if masked {
-                        MASKED
-                    } else {
-                        dot(q, self.key.at(keys, kv_r, h, s)) / self.score_divisor
-                    };
-                }
-                softmax_in_place(w);
-                let out = &mut context[rh * d_k..(rh + 1) * d_k];
-                for (s, &p) in w.iter().enumerate() {
-                    for (o, &x) in out.iter_mut().zip(self.value.at(values, kv_r, h, s)) {
-                        *o += p * x;
+                    for h in 0..heads {
+                        w[h * len + at + s] = if masked {
+                            MASKED
+                        } else {
+                            let q = &q[h * d_k..(h + 1) * d_k];
+                            dot(q, g.key.at(keys, kv_r, h, s)) / self.score_divisor
+                        };
                     }
                 }
+                at += n;
+            }
+            for w in w.chunks_exact_mut(len) {
+                softmax_in_place(w);
+            }
+            let out = &mut context[r * heads * d_k..(r + 1) * heads * d_k];
+            let mut at = 0;
+            for ((g, &(_, values)), &kv_r) in self.segments.iter().zip(&data).zip(&kv_rows) {
+                for s in 0..g.value.dims[2] {
+                    for h in 0..heads {
+                        let p = w[h * len + at + s];
+                        let out = &mut out[h * d_k..(h + 1) * d_k];
+                        for (o, &x) in out.iter_mut().zip(g.value.at(values, kv_r, h, s)) {
+                            *o += p * x;
+                        }
+                    }
+                }
+                at += g.value.dims[2];
             }
         }
     }

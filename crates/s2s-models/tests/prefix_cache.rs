@@ -1,7 +1,8 @@
-//! The Transformer's prefix cache reorders lazily and then gathers rows and appends the new
+//! Reordered prefixes without the two copies: ConvS2S's windows gather rows and append the new
 //! position in one copy (`s2s_models::kernels::select_rows_then_cat`, on the CPU backend through
-//! burn's backend-extension API). Both must equal the plain ops they replace: `select` on the rows,
-//! then `cat` along the sequence axis.
+//! burn's backend-extension API), and the Transformer's prefix cache only records reorders until
+//! the tensor-op path collapses it. Both must equal the plain ops: `select` on the rows, then
+//! `cat` along the sequence axis.
 
 mod common;
 
@@ -17,10 +18,13 @@ fn tensor(dims: [usize; 4], seed: u64) -> Tensor<4> {
     )
 }
 
-fn plain(past: Tensor<4>, rows: &[usize], new: Tensor<4>) -> Vec<f32> {
+fn ids(rows: &[usize]) -> Tensor<1, Int> {
     let ids: Vec<i64> = rows.iter().map(|&r| r as i64).collect();
-    let ids = Tensor::<1, Int>::from_data(TensorData::new(ids, [rows.len()]), &common::device());
-    Tensor::cat(vec![past.select(0, ids), new], 2)
+    Tensor::<1, Int>::from_data(TensorData::new(ids, [rows.len()]), &common::device())
+}
+
+fn plain(past: Tensor<4>, rows: &[usize], new: Tensor<4>) -> Vec<f32> {
+    Tensor::cat(vec![past.select(0, ids(rows)), new], 2)
         .into_data()
         .try_into_vec::<f32>()
         .unwrap()
@@ -62,34 +66,49 @@ fn select_rows_then_cat_equals_select_then_cat() {
 }
 
 #[test]
-fn prefix_cache_composes_reorders_until_the_next_append() {
+fn prefix_cache_collapses_to_the_reordered_prefix() {
     let kv = |seed| KeyValue {
         key: tensor([4, 2, 3, 2], seed),
         value: tensor([4, 2, 3, 2], seed + 100),
     };
-    let new = |seed| KeyValue {
-        key: tensor([3, 2, 1, 2], seed),
-        value: tensor([3, 2, 1, 2], seed + 100),
+    let new = |seed, rows| KeyValue {
+        key: tensor([rows, 2, 1, 2], seed),
+        value: tensor([rows, 2, 1, 2], seed + 100),
     };
-    // Two reorders in a row: live row i ends up as row first[second[i]].
+    // Two reorders in a row: live row i ends up as row first[second[i]]; a step in between adds
+    // a block, which the second reorder moves too.
     let (first, second) = ([3usize, 1, 1, 0], [2usize, 0, 1]);
+    let mut cache = PrefixCache::new(kv(1)).select_rows(&first);
+    cache.append(new(2, 4));
+    let mut cache = cache.select_rows(&second);
+    cache.append(new(3, 3));
+    let got = cache.collapse();
     let composed: Vec<usize> = second.iter().map(|&i| first[i]).collect();
-    let got = PrefixCache::new(kv(1))
-        .select_rows(&first)
-        .select_rows(&second)
-        .append(new(2));
-    let (past, next) = (kv(1), new(2));
-    assert_eq!(values(got.key), plain(past.key, &composed, next.key));
-    assert_eq!(values(got.value), plain(past.value, &composed, next.value));
-    // No reorder: a plain append of the rows as they are.
+    let plain_kv = |pick: fn(KeyValue) -> Tensor<4>| {
+        let prefix = plain(
+            pick(kv(1)),
+            &composed,
+            pick(new(2, 4)).select(0, ids(&second)),
+        );
+        let prefix =
+            Tensor::<4>::from_data(TensorData::new(prefix, [3, 2, 4, 2]), &common::device());
+        values(Tensor::cat(vec![prefix, pick(new(3, 3))], 2))
+    };
+    assert_eq!(values(got.key), plain_kv(|kv| kv.key));
+    assert_eq!(values(got.value), plain_kv(|kv| kv.value));
+    // Collapsed, the cache is that one block: collapsing again changes nothing.
+    assert_eq!(values(cache.collapse().key), plain_kv(|kv| kv.key));
+    // No reorder: the blocks in order.
     let past = KeyValue {
         key: tensor([3, 2, 3, 2], 3),
         value: tensor([3, 2, 3, 2], 103),
     };
-    let got = PrefixCache::new(past.clone()).append(new(4));
-    assert_eq!(values(got.key), plain(past.key, &[0, 1, 2], new(4).key));
+    let mut cache = PrefixCache::new(past.clone());
+    cache.append(new(4, 3));
+    let got = cache.collapse();
+    assert_eq!(values(got.key), plain(past.key, &[0, 1, 2], new(4, 3).key));
     assert_eq!(
         values(got.value),
-        plain(past.value, &[0, 1, 2], new(4).value)
+        plain(past.value, &[0, 1, 2], new(4, 3).value)
     );
 }

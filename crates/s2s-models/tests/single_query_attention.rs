@@ -7,7 +7,8 @@ mod common;
 
 use burn::tensor::activation::softmax;
 use burn::tensor::{Bool, Tensor, TensorData};
-use s2s_models::kernels::single_query_attention;
+use s2s_models::kernels::{Segment, single_query_attention};
+use s2s_models::transformer::attention::{KeyValue, PrefixCache};
 
 fn tensor(dims: [usize; 4], seed: u64) -> Tensor<4> {
     let n = dims.iter().product();
@@ -16,6 +17,20 @@ fn tensor(dims: [usize; 4], seed: u64) -> Tensor<4> {
         .map(|x| x * 3.0)
         .collect();
     Tensor::from_data(TensorData::new(v, dims), &common::device())
+}
+
+fn segment<'a>(
+    key: &'a Tensor<4>,
+    value: &'a Tensor<4>,
+    pad: Option<&'a Tensor<2, Bool>>,
+    rows: Option<&'a [usize]>,
+) -> Segment<'a> {
+    Segment {
+        key,
+        value,
+        pad,
+        rows,
+    }
 }
 
 fn general(
@@ -71,7 +86,7 @@ fn single_query_attention_matches_the_general_path() {
             .flat_map(|kv| [(kv, (d_k as f32).sqrt()), (kv, 1.0)]);
         for ((k, v), divisor) in cases {
             for mask in [None, Some(&pad)] {
-                let (ctx, w) = single_query_attention(&q, k, v, mask, None, divisor)
+                let (ctx, w) = single_query_attention(&q, &[segment(k, v, mask, None)], divisor)
                     .expect("the CPU backend takes the kernel");
                 let (want_ctx, want_w) = general(&q, k, v, mask, divisor);
                 let what = format!("len {len}, mask {}, divisor {divisor}", mask.is_some());
@@ -128,7 +143,7 @@ fn rows_can_share_keys_values_and_padding() {
         } else {
             (&k_rows, &v_rows)
         };
-        let (ctx, w) = single_query_attention(&q, kk, vv, Some(mask), rows, divisor)
+        let (ctx, w) = single_query_attention(&q, &[segment(kk, vv, Some(mask), rows)], divisor)
             .expect("the CPU backend takes the kernel");
         let what = format!("shared {}", rows.is_some());
         common::assert_close(
@@ -142,4 +157,37 @@ fn rows_can_share_keys_values_and_padding() {
             &what,
         );
     }
+}
+
+/// A prefix cache read in place: blocks of different lengths and row counts, each through its own
+/// row map, against the general path over the same cache gathered into one tensor.
+#[test]
+fn segments_read_a_reordered_prefix_in_place() {
+    let (h, d_k) = (2, 8);
+    let block = |rows, len, seed| KeyValue {
+        key: tensor([rows, len, h, d_k], seed).swap_dims(1, 2),
+        value: tensor([rows, len, h, d_k], seed + 1).swap_dims(1, 2),
+    };
+    // Three rows at first (a prefix of 2 positions), then beams: 5 rows, then 4.
+    let mut cache = PrefixCache::new(block(3, 2, 10)).select_rows(&[0, 0, 1, 2, 2]);
+    cache.append(block(5, 1, 20));
+    let mut cache = cache.select_rows(&[4, 0, 1, 1]);
+    cache.append(block(4, 1, 30));
+    let q = tensor([4, h, 1, d_k], 40);
+    let divisor = (d_k as f32).sqrt();
+    let (ctx, w) = {
+        let segments = cache.segments();
+        assert_eq!(segments.len(), 3);
+        single_query_attention(&q, &segments, divisor).expect("the CPU backend takes the kernel")
+    };
+    let whole = cache.collapse();
+    assert_eq!(whole.key.dims(), [4, h, 4, d_k]);
+    let (want_ctx, want_w) = general(&q, &whole.key, &whole.value, None, divisor);
+    let got_ctx = ctx.into_data().try_into_vec::<f32>().unwrap();
+    common::assert_close(&got_ctx, &want_ctx, "segments");
+    common::assert_close(
+        &w.into_data().try_into_vec::<f32>().unwrap(),
+        &want_w,
+        "segments",
+    );
 }

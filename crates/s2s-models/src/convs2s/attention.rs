@@ -15,7 +15,7 @@ use burn::tensor::activation::softmax;
 use burn::tensor::{Bool, Device, Tensor};
 
 use crate::init::normal_linear;
-use crate::kernels::single_query_attention;
+use crate::kernels::{Segment, single_query_attention};
 use crate::transformer::attention::MASKED;
 use crate::{compose_rows, row_ids};
 
@@ -100,14 +100,17 @@ impl MultiStepAttention {
         // A decoding step: one query per row, through the step kernel where it runs.
         let step = (len == 1)
             .then(|| {
-                single_query_attention(
-                    &query.clone().reshape([b, 1, 1, e]),
-                    &memory.keys.clone().reshape([n, 1, s, e]),
-                    &memory.values.clone().reshape([n, 1, s, e]),
-                    Some(&memory.pad),
-                    memory.rows.as_deref(),
-                    1.0,
-                )
+                let (keys, values) = (
+                    memory.keys.clone().reshape([n, 1, s, e]),
+                    memory.values.clone().reshape([n, 1, s, e]),
+                );
+                let memory = Segment {
+                    key: &keys,
+                    value: &values,
+                    pad: Some(&memory.pad),
+                    rows: memory.rows.as_deref(),
+                };
+                single_query_attention(&query.clone().reshape([b, 1, 1, e]), &[memory], 1.0)
             })
             .flatten();
         let (context, weights) = match step {

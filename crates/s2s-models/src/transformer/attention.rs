@@ -10,7 +10,7 @@ use burn::tensor::activation::softmax;
 use burn::tensor::{Bool, Device, Int, Tensor};
 
 use crate::init::xavier_linear;
-use crate::kernels::{select_rows_then_cat, single_query_attention};
+use crate::kernels::{Segment, single_query_attention};
 use crate::{compose_rows, row_ids};
 
 /// Projected keys and values, split into heads: `[batch, heads, len, d_k]` each.
@@ -21,14 +21,6 @@ pub struct KeyValue {
 }
 
 impl KeyValue {
-    /// Appends `new` after `self` along the sequence axis (one more decoded position).
-    pub fn append(self, new: KeyValue) -> KeyValue {
-        KeyValue {
-            key: Tensor::cat(vec![self.key, new.key], 2),
-            value: Tensor::cat(vec![self.value, new.value], 2),
-        }
-    }
-
     pub fn select_rows(&self, idx: &Tensor<1, Int>) -> KeyValue {
         KeyValue {
             key: self.key.clone().select(0, idx.clone()),
@@ -37,40 +29,80 @@ impl KeyValue {
     }
 }
 
-/// Self-attention keys and values of the prefix decoded so far, for all live rows. Beam search
-/// reorders rows every step; the reorder is only recorded here and done by the next
-/// [`PrefixCache::append`], which gathers the surviving rows and adds the new position in one
-/// copy of the cache instead of two.
+/// Self-attention keys and values of the prefix decoded so far, for all live rows: one block per
+/// decoding step, as that step projected them for the rows alive then, each with the row map that
+/// takes live rows to the rows they descend from. Beam search reorders rows every step; a reorder
+/// only composes the maps and appending a step adds a block, so the step kernel reads the whole
+/// prefix in place and nothing is copied. The tensor-op path ([`PrefixCache::collapse`]) gathers
+/// the blocks into one tensor first.
 #[derive(Clone, Debug)]
 pub struct PrefixCache {
-    kv: KeyValue,
-    /// Live row `i` is row `rows[i]` of `kv`; `None` while they are in order.
-    rows: Option<Vec<usize>>,
+    blocks: Vec<(KeyValue, Option<Vec<usize>>)>,
 }
 
 impl PrefixCache {
     pub fn new(kv: KeyValue) -> Self {
-        Self { kv, rows: None }
+        Self {
+            blocks: vec![(kv, None)],
+        }
     }
 
     /// Row `i` becomes row `idx[i]` (see [`crate::decoder`]'s reorder).
     pub fn select_rows(&self, idx: &[usize]) -> Self {
         Self {
-            kv: self.kv.clone(),
-            rows: Some(compose_rows(self.rows.as_deref(), idx)),
+            blocks: self
+                .blocks
+                .iter()
+                .map(|(kv, rows)| (kv.clone(), Some(compose_rows(rows.as_deref(), idx))))
+                .collect(),
         }
     }
 
-    /// The prefix of the live rows followed by `new` (their next position).
-    pub fn append(self, new: KeyValue) -> KeyValue {
-        match self.rows {
-            None => self.kv.append(new),
-            Some(rows) => KeyValue {
-                key: select_rows_then_cat(self.kv.key, &rows, new.key),
-                value: select_rows_then_cat(self.kv.value, &rows, new.value),
-            },
-        }
+    /// Adds the live rows' next positions.
+    pub fn append(&mut self, new: KeyValue) {
+        self.blocks.push((new, None));
     }
+
+    /// The blocks as the step kernel reads them.
+    pub fn segments(&self) -> Vec<Segment<'_>> {
+        self.blocks
+            .iter()
+            .map(|(kv, rows)| Segment {
+                key: &kv.key,
+                value: &kv.value,
+                pad: None,
+                rows: rows.as_deref(),
+            })
+            .collect()
+    }
+
+    /// The prefix of the live rows as one tensor, which then replaces the blocks: each call
+    /// copies only what came since the last.
+    pub fn collapse(&mut self) -> KeyValue {
+        if let [(kv, None)] = &self.blocks[..] {
+            return kv.clone();
+        }
+        let (keys, values): (Vec<_>, Vec<_>) = self
+            .blocks
+            .drain(..)
+            .map(|(kv, rows)| match rows {
+                Some(rows) => kv.select_rows(&row_ids(&rows, &kv.key.device())),
+                None => kv,
+            })
+            .map(|kv| (kv.key, kv.value))
+            .unzip();
+        let kv = KeyValue {
+            key: Tensor::cat(keys, 2),
+            value: Tensor::cat(values, 2),
+        };
+        self.blocks = vec![(kv.clone(), None)];
+        kv
+    }
+}
+
+/// Scores are `q . k / sqrt(d_k)` for queries `q: [.., d_k]`.
+fn score_divisor(q: &Tensor<4>) -> f32 {
+    (q.dims()[3] as f32).sqrt()
 }
 
 /// Large negative score for masked keys: `exp` of it underflows to exactly zero, so masked keys
@@ -133,14 +165,19 @@ impl MultiHeadAttention {
         key_pad: Option<&Tensor<2, Bool>>,
         causal: Option<&Tensor<2, Bool>>,
     ) -> (Tensor<3>, Tensor<4>) {
-        let [b, q_len, d] = x.dims();
+        let [_, q_len, _] = x.dims();
         let q = self.split_heads(self.query.forward(x));
-        let scale = ((d / self.heads) as f32).sqrt();
         // A decoding step: one query per row, nothing to mask but padding.
+        let segment = Segment {
+            key: &kv.key,
+            value: &kv.value,
+            pad: key_pad,
+            rows: kv_rows,
+        };
         if q_len == 1
             && causal.is_none()
             && let Some((context, weights)) =
-                single_query_attention(&q, &kv.key, &kv.value, key_pad, kv_rows, scale)
+                single_query_attention(&q, &[segment], score_divisor(&q))
         {
             return (self.output.forward(context), weights);
         }
@@ -154,8 +191,34 @@ impl MultiHeadAttention {
             }
             None => (kv, key_pad),
         };
-        let [_, h, k_len, _] = kv.key.dims();
-        let mut scores = q.matmul(kv.key.clone().swap_dims(2, 3)).div_scalar(scale);
+        self.attend(q, kv, key_pad, causal)
+    }
+
+    /// A decoding step's self-attention from `x: [rows, 1, d_model]` over the cached prefix
+    /// (which already holds this position). Returns the output `[rows, 1, d_model]`.
+    pub fn forward_cached(&self, x: Tensor<3>, cache: &mut PrefixCache) -> Tensor<3> {
+        let q = self.split_heads(self.query.forward(x));
+        assert_eq!(q.dims()[2], 1, "cached decoding is one step at a time");
+        if let Some((context, _)) = single_query_attention(&q, &cache.segments(), score_divisor(&q))
+        {
+            return self.output.forward(context);
+        }
+        let kv = cache.collapse();
+        self.attend(q, &kv, None, None).0
+    }
+
+    /// The general path: `q: [batch, heads, q_len, d_k]` over `kv` with one row per query row.
+    fn attend(
+        &self,
+        q: Tensor<4>,
+        kv: &KeyValue,
+        key_pad: Option<&Tensor<2, Bool>>,
+        causal: Option<&Tensor<2, Bool>>,
+    ) -> (Tensor<3>, Tensor<4>) {
+        let [b, h, q_len, d_k] = q.dims();
+        let k_len = kv.key.dims()[2];
+        let divisor = score_divisor(&q);
+        let mut scores = q.matmul(kv.key.clone().swap_dims(2, 3)).div_scalar(divisor);
         if let Some(pad) = key_pad {
             let mask = pad
                 .clone()
@@ -176,7 +239,7 @@ impl MultiHeadAttention {
             .forward(weights.clone())
             .matmul(kv.value.clone())
             .swap_dims(1, 2)
-            .reshape([b, q_len, d]);
+            .reshape([b, q_len, h * d_k]);
         (self.output.forward(context), weights)
     }
 }

@@ -25,7 +25,7 @@ pub struct DecoderLayer {
 pub struct LayerOutput {
     pub x: Tensor<3>,
     /// Self-attention keys and values of every position so far (to cache when decoding).
-    pub self_kv: KeyValue,
+    pub self_kv: PrefixCache,
     /// Encoder-decoder attention weights `[batch, heads, q_len, src_len]`.
     pub cross_weights: Tensor<4>,
 }
@@ -60,11 +60,16 @@ impl DecoderLayer {
     ) -> LayerOutput {
         let (x, self_kv) = self.self_attn_sub.forward(x, |h| {
             let new = self.self_attn.keys_values(h.clone());
-            let kv = match past {
-                Some(past) => past.append(new),
-                None => new,
-            };
-            (self.self_attn.forward(h, &kv, None, None, causal).0, kv)
+            match past {
+                Some(mut past) => {
+                    past.append(new);
+                    (self.self_attn.forward_cached(h, &mut past), past)
+                }
+                None => {
+                    let out = self.self_attn.forward(h, &new, None, None, causal).0;
+                    (out, PrefixCache::new(new))
+                }
+            }
         });
         let (x, cross_weights) = self.cross_attn_sub.forward(x, |h| {
             self.cross_attn

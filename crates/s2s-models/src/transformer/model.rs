@@ -181,7 +181,7 @@ impl TransformerSeq2Seq {
                 &state.src_pad,
             );
             x = out.x;
-            new_past.push(PrefixCache::new(out.self_kv));
+            new_past.push(out.self_kv);
             if l == align {
                 let [b, _, q, s] = out.cross_weights.dims();
                 attn = Some(out.cross_weights.mean_dim(1).reshape([b, q, s]));
