@@ -185,6 +185,9 @@ pub(crate) fn clean(x: f32) -> f32 {
 /// Tokens per block of the search scans' block skip ([`block_max`]).
 pub(crate) const SCAN_BLOCK: usize = 16;
 
+/// Independent maxima kept while scanning a block: one SSE register's worth, four times over.
+const LANES: usize = 16;
+
 /// The largest `clean(x)` of a block of at most [`SCAN_BLOCK`] log-probs.
 ///
 /// The scans add a hypothesis's log-prob to every token's and skip tokens whose sum is below a
@@ -193,15 +196,20 @@ pub(crate) const SCAN_BLOCK: usize = 16;
 /// block can be skipped whole, with one vectorised pass instead of a branch per token.
 #[inline]
 pub(crate) fn block_max(block: &[f32]) -> f32 {
-    // Independent lanes, so that LLVM keeps them in one vector register.
-    let mut lanes = [f32::NEG_INFINITY; SCAN_BLOCK];
-    for (lane, &x) in lanes.iter_mut().zip(block) {
-        let x = clean(x);
-        *lane = if x > *lane { x } else { *lane };
+    // `x > m` is false for NaN, so NaN never wins: the maximum of `clean(x)` without cleaning.
+    let max = |m: f32, x: f32| if x > m { x } else { m };
+    let mut lanes = [f32::NEG_INFINITY; LANES];
+    let chunks = block.chunks_exact(LANES);
+    let tail = chunks.remainder();
+    // Fixed-size chunks, so that LLVM unrolls them and keeps the lanes in registers.
+    for chunk in chunks {
+        let chunk: &[f32; LANES] = chunk.try_into().expect("chunks_exact");
+        for (lane, &x) in lanes.iter_mut().zip(chunk) {
+            *lane = max(*lane, x);
+        }
     }
-    lanes
-        .iter()
-        .fold(f32::NEG_INFINITY, |m, &x| if x > m { x } else { m })
+    let lanes = lanes.iter().copied().fold(f32::NEG_INFINITY, max);
+    tail.iter().copied().fold(lanes, max)
 }
 
 /// Checks the shape of a step output for `rows` rows.
