@@ -4,10 +4,12 @@
 use burn::module::Module;
 use burn::nn::{Linear, LinearConfig};
 use burn::tensor::activation::softmax;
-use burn::tensor::{Bool, Device, Int, Tensor};
+use burn::tensor::{Bool, Device, Tensor};
 use serde::{Deserialize, Serialize};
 
-use crate::kernels::additive_attention;
+use crate::kernels::{Segment, additive_attention, single_query_attention};
+use crate::transformer::attention::MASKED;
+use crate::{compose_rows, row_ids};
 
 /// How a query is scored against a key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -24,20 +26,39 @@ pub enum Score {
 /// The encoder side of attention, prepared once per batch of sentences.
 #[derive(Clone, Debug)]
 pub struct Memory {
-    /// `[batch, src_len, value_dim]`
+    /// `[sentences, src_len, value_dim]`
     pub values: Tensor<3>,
-    /// `[batch, src_len, key_dim]`: projected keys for additive/general, the values for dot.
+    /// `[sentences, src_len, key_dim]`: projected keys for additive/general, the values for dot.
     pub keys: Tensor<3>,
-    /// `[batch, src_len]`, true at padding.
+    /// `[sentences, src_len]`, true at padding.
     pub pad: Tensor<2, Bool>,
+    /// Decoder row `i` attends over sentence `rows[i]`; `None`: sentence `i`. Beams read their
+    /// sentence's memory instead of each holding a copy.
+    pub rows: Option<Vec<usize>>,
 }
 
 impl Memory {
-    pub fn select_rows(&self, idx: &Tensor<1, Int>) -> Memory {
+    /// Row `i` becomes row `idx[i]`: only the row map changes.
+    pub fn select_rows(&self, idx: &[usize]) -> Memory {
         Memory {
-            values: self.values.clone().select(0, idx.clone()),
-            keys: self.keys.clone().select(0, idx.clone()),
-            pad: self.pad.clone().select(0, idx.clone()),
+            rows: Some(compose_rows(self.rows.as_deref(), idx)),
+            ..self.clone()
+        }
+    }
+
+    /// Keys, values and padding with one row per decoder row (the tensor-op path's layout).
+    fn per_row(&self) -> (Tensor<3>, Tensor<3>, Tensor<2, Bool>) {
+        let (keys, values, pad) = (self.keys.clone(), self.values.clone(), self.pad.clone());
+        match &self.rows {
+            None => (keys, values, pad),
+            Some(rows) => {
+                let idx = row_ids(rows, &keys.device());
+                (
+                    keys.select(0, idx.clone()),
+                    values.select(0, idx.clone()),
+                    pad.select(0, idx),
+                )
+            }
         }
     }
 }
@@ -99,40 +120,64 @@ impl Attention {
             Some(proj) => proj.forward(values.clone()),
             None => values.clone(),
         };
-        Memory { values, keys, pad }
+        Memory {
+            values,
+            keys,
+            pad,
+            rows: None,
+        }
     }
 
     /// Returns the context `[batch, value_dim]` and the weights `[batch, src_len]`.
     pub fn attend(&self, query: Tensor<2>, memory: &Memory) -> (Tensor<2>, Tensor<2>) {
-        let [b, s, _] = memory.keys.dims();
-        let energies: Tensor<2> = match (&self.query_proj, &self.v) {
+        let [b, _] = query.dims();
+        let [n, s, d_k] = memory.keys.dims();
+        let d_v = memory.values.dims()[2];
+        let rows = memory.rows.as_deref();
+        // Decoding on the CPU: one kernel per score, the same function as the ops below.
+        let query = match (&self.query_proj, &self.v) {
             (Some(wq), Some(v)) => {
                 let q = wq.forward(query); // [b,a]
-                // Decoding on the CPU: one fused kernel, same function.
-                if let Some(out) = additive_attention(
-                    &q,
-                    &memory.keys,
-                    &v.weight.val(),
-                    &memory.values,
-                    &memory.pad,
-                ) {
+                let (keys, values, pad) = (&memory.keys, &memory.values, &memory.pad);
+                if let Some(out) = additive_attention(&q, keys, &v.weight.val(), values, pad, rows)
+                {
                     return out;
                 }
-                v.forward((memory.keys.clone() + q.unsqueeze_dim::<3>(1)).tanh())
-                    .reshape([b, s])
+                Query::Additive(q, v)
             }
-            _ => memory
-                .keys
-                .clone()
-                .matmul(query.unsqueeze_dim::<3>(2))
-                .reshape([b, s]),
+            _ => {
+                let (keys, values) = (
+                    memory.keys.clone().reshape([n, 1, s, d_k]),
+                    memory.values.clone().reshape([n, 1, s, d_v]),
+                );
+                let segment = Segment {
+                    key: &keys,
+                    value: &values,
+                    pad: Some(&memory.pad),
+                    rows,
+                };
+                let q = query.clone().reshape([b, 1, 1, d_k]);
+                if let Some((context, weights)) = single_query_attention(&q, &[segment], 1.0) {
+                    return (context.reshape([b, d_v]), weights.reshape([b, s]));
+                }
+                Query::Dot(query)
+            }
         };
-        let weights = softmax(energies.mask_fill(memory.pad.clone(), -1.0e9), 1);
-        let context = weights
-            .clone()
-            .unsqueeze_dim::<3>(1)
-            .matmul(memory.values.clone());
-        let dv = context.dims()[2];
-        (context.reshape([b, dv]), weights)
+        let (keys, values, pad) = memory.per_row();
+        let energies: Tensor<2> = match query {
+            Query::Additive(q, v) => v
+                .forward((keys + q.unsqueeze_dim::<3>(1)).tanh())
+                .reshape([b, s]),
+            Query::Dot(q) => keys.matmul(q.unsqueeze_dim::<3>(2)).reshape([b, s]),
+        };
+        let weights = softmax(energies.mask_fill(pad, MASKED), 1);
+        let context = weights.clone().unsqueeze_dim::<3>(1).matmul(values);
+        (context.reshape([b, d_v]), weights)
     }
+}
+
+/// The query as the tensor-op path scores it: additive (projected, with `v`) or by dot product.
+enum Query<'a> {
+    Additive(Tensor<2>, &'a Linear),
+    Dot(Tensor<2>),
 }

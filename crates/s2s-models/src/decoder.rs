@@ -117,16 +117,16 @@ impl StepModel for Decoder<'_> {
     fn reorder(&self, state: &mut DecodeState, indices: &[usize]) {
         let sentence_of_row: Vec<usize> =
             indices.iter().map(|&i| state.sentence_of_row[i]).collect();
-        // The RNN's rows of one sentence hold equal copies of its encoder side, so that only
-        // moves when some row now decodes a different sentence (beams fanning out at the first
-        // step, finished sentences dropping out).
+        // An RNN's rows of one sentence read its one attention memory and hold equal copies of
+        // its fixed context, so both only move when some row now decodes a different sentence
+        // (beams fanning out at the first step, finished sentences dropping out).
         let source_side = sentence_of_row != state.sentence_of_row;
         state.sentence_of_row = sentence_of_row;
         match &mut state.model {
             ModelState::Rnn { enc, dec } => {
                 let idx = row_ids(indices, &self.device);
                 if source_side {
-                    *enc = enc.select_rows(&idx);
+                    *enc = enc.select_rows(indices, &idx);
                 }
                 let prev = std::mem::replace(
                     dec,

@@ -88,10 +88,11 @@ fn flex_tensor<const D: usize>(data: Vec<f32>, dims: [usize; D]) -> FlexTensor {
 }
 
 /// Bahdanau's additive attention for one decoding step: the energy of key `s` of row `r` is
-/// `v . tanh(keys[r, s] + q[r])`, masked where `pad` is true, then a softmax over the keys and
-/// the context `sum_s weights[r, s] values[r, s]`. `q: [rows, a]` is the projected query,
-/// `keys: [rows, len, a]`, `v: [a, 1]`, `values: [rows, len, d]`, `pad: [rows, len]`. Returns
-/// the context `[rows, d]` and the weights `[rows, len]`.
+/// `v . tanh(keys[r', s] + q[r])`, masked where `pad[r', s]` is true, then a softmax over the keys
+/// and the context `sum_s weights[r, s] values[r', s]`, where `r' = kv_rows[r]` (`None`: `r`),
+/// so the beams of one sentence read one copy of its encoder side. `q: [rows, a]` is the
+/// projected query, `keys: [n, len, a]`, `v: [a, 1]`, `values: [n, len, d]`, `pad: [n, len]`.
+/// Returns the context `[rows, d]` and the weights `[rows, len]`.
 ///
 /// The tensor ops materialise `keys + q` and its `tanh` (`[rows, len, a]`), multiply by `v` as a
 /// one-column gemm and take the context as one tiny gemm per row; here each key's energy is
@@ -102,6 +103,7 @@ pub fn additive_attention(
     v: &Tensor<2>,
     values: &Tensor<3>,
     pad: &Tensor<2, Bool>,
+    kv_rows: Option<&[usize]>,
 ) -> Option<(Tensor<2>, Tensor<2>)> {
     let (q, keys, v) = (
         flex_f32(q)?.to_contiguous(),
@@ -110,22 +112,26 @@ pub fn additive_attention(
     );
     let (values, pad) = (flex_f32(values)?.to_contiguous(), flex_mask(pad)?);
     let shape = |t: &FlexTensor| t.layout().shape().to_vec();
-    let (ks, vs) = (shape(&keys), shape(&values));
-    let [rows, len, a, d] = [ks[0], ks[1], ks[2], vs[2]];
+    let (ks, vs, qs) = (shape(&keys), shape(&values), shape(&q));
+    let [n, len, a, d, rows] = [ks[0], ks[1], ks[2], vs[2], qs[0]];
     assert!(
-        shape(&q) == [rows, a] && shape(&v) == [a, 1] && vs[..2] == [rows, len],
-        "additive_attention: shapes {:?} {ks:?} {:?} {vs:?}",
-        shape(&q),
+        qs == [rows, a] && shape(&v) == [a, 1] && vs[..2] == [n, len],
+        "additive_attention: shapes {qs:?} {ks:?} {:?} {vs:?}",
         shape(&v)
     );
+    assert!(match kv_rows {
+        Some(m) => m.len() == rows && m.iter().all(|&r| r < n),
+        None => n == rows,
+    });
     let mut context = vec![0.0f32; rows * d];
     let mut weights = vec![0.0f32; rows * len];
     let kernel = Additive {
         q: &q.storage::<f32>()[..rows * a],
-        keys: &keys.storage::<f32>()[..rows * len * a],
+        keys: &keys.storage::<f32>()[..n * len * a],
         v: &v.storage::<f32>()[..a],
-        values: &values.storage::<f32>()[..rows * len * d],
-        pad: &pad.storage::<u8>()[..rows * len],
+        values: &values.storage::<f32>()[..n * len * d],
+        pad: &pad.storage::<u8>()[..n * len],
+        kv_rows,
         dims: [rows, len, a, d],
     };
     run(&kernel, &mut context, &mut weights);
@@ -141,6 +147,8 @@ struct Additive<'a> {
     v: &'a [f32],
     values: &'a [f32],
     pad: &'a [u8],
+    /// Row of `keys`, `values` and `pad` each query row reads; `None`: its own.
+    kv_rows: Option<&'a [usize]>,
     /// rows, keys per row, attention size, value size.
     dims: [usize; 4],
 }
@@ -151,14 +159,15 @@ impl StepKernel for Additive<'_> {
         let [rows, len, a, d] = self.dims;
         let mut hidden = vec![0.0f32; a];
         for r in 0..rows {
+            let kv_r = self.kv_rows.map_or(r, |m| m[r]);
             let q = &self.q[r * a..(r + 1) * a];
             let w = &mut weights[r * len..(r + 1) * len];
             for (s, w) in w.iter_mut().enumerate() {
-                if self.pad[r * len + s] != 0 {
+                if self.pad[kv_r * len + s] != 0 {
                     *w = MASKED;
                     continue;
                 }
-                let key = &self.keys[(r * len + s) * a..(r * len + s + 1) * a];
+                let key = &self.keys[(kv_r * len + s) * a..(kv_r * len + s + 1) * a];
                 for ((h, &k), &q) in hidden.iter_mut().zip(key).zip(q) {
                     *h = burn_flex::simd::fast_math::tanh_f32(k + q);
                 }
@@ -166,7 +175,7 @@ impl StepKernel for Additive<'_> {
             }
             softmax_in_place(w);
             let out = &mut context[r * d..(r + 1) * d];
-            let values = &self.values[r * len * d..(r + 1) * len * d];
+            let values = &self.values[kv_r * len * d..(kv_r + 1) * len * d];
             for (&p, value) in w.iter().zip(values.chunks_exact(d)) {
                 for (o, &x) in out.iter_mut().zip(value) {
                     *o += p * x;
@@ -185,7 +194,7 @@ fn dims4(t: &FlexTensor) -> [usize; 4] {
 /// prefix cache (one segment per decoded block, see `PrefixCache`).
 #[derive(Clone, Copy)]
 pub struct Segment<'a> {
-    /// `[n, heads, len, d_k]`, like `value`.
+    /// `[n, heads, len, d_k]`; `value` is `[n, heads, len, d_v]`.
     pub key: &'a Tensor<4>,
     pub value: &'a Tensor<4>,
     /// `[n, len]`, true at padded keys.
@@ -198,7 +207,7 @@ pub struct Segment<'a> {
 /// `q: [rows, heads, 1, d_k]` over the keys of `segments` one after another, with scores
 /// `q . k / score_divisor` (`sqrt(d_k)` for the Transformer, 1 for ConvS2S). Row maps let the
 /// beams of one sentence read one copy of its encoder side, and a prefix cache follow beam
-/// reorders without copying. Returns the context `[rows, 1, heads * d_k]` (heads concatenated)
+/// reorders without copying. Returns the context `[rows, 1, heads * d_v]` (heads concatenated)
 /// and the weights `[rows, heads, 1, len]` (`len` summed over the segments).
 ///
 /// With one query, every (row, head) product is a vector-matrix product of a few dozen keys: as
@@ -214,6 +223,7 @@ pub fn single_query_attention(
     let [rows, heads, q_len, d_k] = dims4(&q);
     assert_eq!(q_len, 1, "single_query_attention: {q_len} query positions");
     assert!(!segments.is_empty(), "single_query_attention: no keys");
+    let d_v = segments.first().map_or(0, |g| g.value.dims()[3]);
     let mut parts = Vec::with_capacity(segments.len());
     for seg in segments {
         let (key, value) = (
@@ -225,7 +235,7 @@ pub fn single_query_attention(
             None => None,
         };
         let [n, _, len, _] = key.dims;
-        assert!(key.dims == [n, heads, len, d_k] && value.dims == key.dims);
+        assert!(key.dims == [n, heads, len, d_k] && value.dims == [n, heads, len, d_v]);
         assert!(match seg.rows {
             Some(m) => m.len() == rows && m.iter().all(|&r| r < n),
             None => n == rows,
@@ -233,7 +243,7 @@ pub fn single_query_attention(
         parts.push((key, value, pad, seg.rows));
     }
     let total: usize = parts.iter().map(|p| p.0.dims[2]).sum();
-    let mut context = vec![0.0f32; rows * heads * d_k];
+    let mut context = vec![0.0f32; rows * heads * d_v];
     let mut weights = vec![0.0f32; rows * heads * total];
     let kernel = Attend {
         q: &q.storage::<f32>()[..rows * heads * d_k],
@@ -251,12 +261,13 @@ pub fn single_query_attention(
             .collect(),
         heads,
         d_k,
+        d_v,
         len: total,
         score_divisor,
     };
     run(&kernel, &mut context, &mut weights);
     Some((
-        Tensor::from_primitive::<Flex>(flex_tensor(context, [rows, 1, heads * d_k])),
+        Tensor::from_primitive::<Flex>(flex_tensor(context, [rows, 1, heads * d_v])),
         Tensor::from_primitive::<Flex>(flex_tensor(weights, [rows, heads, 1, total])),
     ))
 }
@@ -289,7 +300,7 @@ impl Strided {
         &self.tensor.storage::<f32>()[self.tensor.layout().start_offset()..]
     }
 
-    /// The `d_k` values at (row, head, position).
+    /// The last axis's values at (row, head, position).
     #[inline(always)]
     fn at<'a>(&self, data: &'a [f32], r: usize, h: usize, s: usize) -> &'a [f32] {
         let o = r * self.strides[0] + h * self.strides[1] + s * self.strides[2];
@@ -302,6 +313,7 @@ struct Attend<'a> {
     segments: Vec<AttendSegment<'a>>,
     heads: usize,
     d_k: usize,
+    d_v: usize,
     /// Keys over all segments.
     len: usize,
     score_divisor: f32,
@@ -352,7 +364,7 @@ unsafe fn run_avx2<K: StepKernel>(kernel: &K, context: &mut [f32], weights: &mut
 impl StepKernel for Attend<'_> {
     #[inline(always)]
     fn compute(&self, context: &mut [f32], weights: &mut [f32]) {
-        let (heads, len, d_k) = (self.heads, self.len, self.d_k);
+        let (heads, len, d_k, d_v) = (self.heads, self.len, self.d_k, self.d_v);
         let data: Vec<(&[f32], &[f32])> = self
             .segments
             .iter()
@@ -389,13 +401,13 @@ impl StepKernel for Attend<'_> {
             for w in w.chunks_exact_mut(len) {
                 softmax_in_place(w);
             }
-            let out = &mut context[r * heads * d_k..(r + 1) * heads * d_k];
+            let out = &mut context[r * heads * d_v..(r + 1) * heads * d_v];
             let mut at = 0;
             for ((g, &(_, values)), &kv_r) in self.segments.iter().zip(&data).zip(&kv_rows) {
                 for s in 0..g.value.dims[2] {
                     for h in 0..heads {
                         let p = w[h * len + at + s];
-                        let out = &mut out[h * d_k..(h + 1) * d_k];
+                        let out = &mut out[h * d_v..(h + 1) * d_v];
                         for (o, &x) in out.iter_mut().zip(g.value.at(values, kv_r, h, s)) {
                             *o += p * x;
                         }

@@ -1,8 +1,10 @@
 //! Model-level checks of the recurrent family: padding invariance, gradients against finite
-//! differences, and the two teacher-forcing code paths.
+//! differences, the two teacher-forcing code paths, and incremental decoding against the
+//! parallel pass.
 
 use burn::module::Param;
 use burn::tensor::{Bool, Device, Int, Tensor, TensorData};
+use s2s_models::attention::Score;
 use s2s_models::config::preset;
 use s2s_models::rnn::RnnSeq2Seq;
 use s2s_models::{Decoder, ModelConfig, PaddedIds, Seq2SeqModel};
@@ -302,4 +304,25 @@ fn reverse_source_reads_each_sentence_backwards() {
         }
     };
     assert!(bi.validate().unwrap_err().contains("unidirectional"));
+}
+
+/// Incremental decoding through the search adapter, with beam-style reorders that drop,
+/// duplicate and permute rows, gives the teacher-forced log-probs: for every RNN family and
+/// every attention score (the beams of a sentence share its attention memory through a row map).
+#[test]
+fn cached_decoding_matches_the_parallel_pass() {
+    let mut configs: Vec<ModelConfig> = ["rnn-lstm-tiny", "rnn-gru-cho-tiny", "rnnsearch-tiny"]
+        .into_iter()
+        .map(|name| preset(name).unwrap())
+        .collect();
+    for score in [Score::Additive, Score::Dot, Score::General] {
+        let Some(ModelConfig::Rnn(mut c)) = preset("luong-tiny") else {
+            unreachable!("an RNN preset")
+        };
+        c.score = score;
+        configs.push(ModelConfig::Rnn(c));
+    }
+    for cfg in configs {
+        common::check_cached_matches_uncached(&common::build(&cfg));
+    }
 }

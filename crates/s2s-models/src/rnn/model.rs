@@ -110,9 +110,10 @@ pub struct DecState {
 }
 
 impl EncCtx {
-    pub fn select_rows(&self, idx: &Tensor<1, Int>) -> EncCtx {
+    /// Row `i` becomes row `rows[i]` (`idx`: the same on the device). The memory only records it.
+    pub fn select_rows(&self, rows: &[usize], idx: &Tensor<1, Int>) -> EncCtx {
         EncCtx {
-            memory: self.memory.as_ref().map(|m| m.select_rows(idx)),
+            memory: self.memory.as_ref().map(|m| m.select_rows(rows)),
             context: self.context.clone().map(|c| c.select(0, idx.clone())),
         }
     }
