@@ -8,8 +8,7 @@ use burn::tensor::{Bool, Device, Tensor};
 use serde::{Deserialize, Serialize};
 
 use crate::kernels::{Segment, additive_attention, single_query_attention};
-use crate::transformer::attention::MASKED;
-use crate::{compose_rows, row_ids};
+use crate::{MASKED, compose_rows, row_ids};
 
 /// How a query is scored against a key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

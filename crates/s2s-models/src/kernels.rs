@@ -7,8 +7,7 @@
 use burn::tensor::{Bool, DType, Shape, Tensor};
 use burn_flex::{Flex, FlexTensor, Layout};
 
-use crate::row_ids;
-use crate::transformer::attention::MASKED;
+use crate::{MASKED, row_ids};
 
 /// `cat([past.select(0, rows), new], 2)` for `[rows, heads, len, d]` tensors: the rows of `past`
 /// that beam search kept, in their new order, each followed by its new positions.

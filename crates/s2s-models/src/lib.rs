@@ -172,6 +172,10 @@ pub fn row_ids(rows: &[usize], device: &Device) -> Tensor<1, Int> {
     Tensor::from_data(TensorData::new(v, [rows.len()]), device)
 }
 
+/// Large negative score for masked keys: `exp` of it underflows to exactly zero, so masked keys
+/// contribute nothing (not merely little) and padding cannot change a sentence's results.
+pub(crate) const MASKED: f32 = -1.0e9;
+
 /// A row map (`None`: identity) after a reorder that makes row `i` of row `idx[i]`. Decoding
 /// states record reorders this way instead of copying rows (see [`decoder`]'s reorder).
 pub(crate) fn compose_rows(rows: Option<&[usize]>, idx: &[usize]) -> Vec<usize> {

@@ -16,8 +16,7 @@ use burn::tensor::{Bool, Device, Tensor};
 
 use crate::init::normal_linear;
 use crate::kernels::{Segment, single_query_attention};
-use crate::transformer::attention::MASKED;
-use crate::{compose_rows, row_ids};
+use crate::{MASKED, compose_rows, row_ids};
 
 /// The encoder side of every decoder layer's attention, computed once per sentence.
 #[derive(Clone, Debug)]

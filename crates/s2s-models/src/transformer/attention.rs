@@ -11,7 +11,7 @@ use burn::tensor::{Bool, Device, Int, Tensor};
 
 use crate::init::xavier_linear;
 use crate::kernels::{Segment, single_query_attention};
-use crate::{compose_rows, row_ids};
+use crate::{MASKED, compose_rows, row_ids};
 
 /// Projected keys and values, split into heads: `[batch, heads, len, d_k]` each.
 #[derive(Clone, Debug)]
@@ -104,10 +104,6 @@ impl PrefixCache {
 fn score_divisor(q: &Tensor<4>) -> f32 {
     (q.dims()[3] as f32).sqrt()
 }
-
-/// Large negative score for masked keys: `exp` of it underflows to exactly zero, so masked keys
-/// contribute nothing (not merely little) and padding cannot change a sentence's results.
-pub(crate) const MASKED: f32 = -1.0e9;
 
 #[derive(Module, Debug)]
 pub struct MultiHeadAttention {
