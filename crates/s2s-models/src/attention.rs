@@ -8,7 +8,7 @@ use burn::tensor::{Bool, Device, Tensor};
 use serde::{Deserialize, Serialize};
 
 use crate::kernels::{Segment, additive_attention, single_query_attention};
-use crate::{MASKED, compose_rows, row_ids};
+use crate::{MASKED, compose_rows, gather_rows};
 
 /// How a query is scored against a key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -47,18 +47,7 @@ impl Memory {
 
     /// Keys, values and padding with one row per decoder row (the tensor-op path's layout).
     fn per_row(&self) -> (Tensor<3>, Tensor<3>, Tensor<2, Bool>) {
-        let (keys, values, pad) = (self.keys.clone(), self.values.clone(), self.pad.clone());
-        match &self.rows {
-            None => (keys, values, pad),
-            Some(rows) => {
-                let idx = row_ids(rows, &keys.device());
-                (
-                    keys.select(0, idx.clone()),
-                    values.select(0, idx.clone()),
-                    pad.select(0, idx),
-                )
-            }
-        }
+        gather_rows(self.rows.as_deref(), &self.keys, &self.values, &self.pad)
     }
 }
 

@@ -172,6 +172,28 @@ pub fn row_ids(rows: &[usize], device: &Device) -> Tensor<1, Int> {
     Tensor::from_data(TensorData::new(v, [rows.len()]), device)
 }
 
+/// An encoder side read through a row map (`None`: row `i` is sentence `i`) as the tensor ops
+/// need it: keys, values and padding gathered to one row per decoder row.
+pub(crate) fn gather_rows(
+    rows: Option<&[usize]>,
+    keys: &Tensor<3>,
+    values: &Tensor<3>,
+    pad: &Tensor<2, Bool>,
+) -> (Tensor<3>, Tensor<3>, Tensor<2, Bool>) {
+    let (keys, values, pad) = (keys.clone(), values.clone(), pad.clone());
+    match rows {
+        None => (keys, values, pad),
+        Some(rows) => {
+            let idx = row_ids(rows, &keys.device());
+            (
+                keys.select(0, idx.clone()),
+                values.select(0, idx.clone()),
+                pad.select(0, idx),
+            )
+        }
+    }
+}
+
 /// Large negative score for masked keys: `exp` of it underflows to exactly zero, so masked keys
 /// contribute nothing (not merely little) and padding cannot change a sentence's results.
 pub(crate) const MASKED: f32 = -1.0e9;

@@ -16,7 +16,7 @@ use burn::tensor::{Bool, Device, Tensor};
 
 use crate::init::normal_linear;
 use crate::kernels::{Segment, single_query_attention};
-use crate::{MASKED, compose_rows, row_ids};
+use crate::{MASKED, compose_rows, gather_rows, row_ids};
 
 /// The encoder side of every decoder layer's attention, computed once per sentence.
 #[derive(Clone, Debug)]
@@ -52,18 +52,7 @@ impl ConvMemory {
 
     /// Keys, values and padding with one row per decoder row.
     fn per_row(&self) -> (Tensor<3>, Tensor<3>, Tensor<2, Bool>) {
-        let (keys, values, pad) = (self.keys.clone(), self.values.clone(), self.pad.clone());
-        match &self.rows {
-            None => (keys, values, pad),
-            Some(rows) => {
-                let idx = row_ids(rows, &keys.device());
-                (
-                    keys.select(0, idx.clone()),
-                    values.select(0, idx.clone()),
-                    pad.select(0, idx),
-                )
-            }
-        }
+        gather_rows(self.rows.as_deref(), &self.keys, &self.values, &self.pad)
     }
 }
 

@@ -219,6 +219,8 @@ pub fn check_cached_matches_uncached(model: &Seq2SeqModel) {
     let sources: Vec<Vec<u32>> = srcs.iter().map(|s| s[..s.len() - 1].to_vec()).collect();
     let src_len = srcs.iter().map(Vec::len).max().unwrap();
     let mut state = decoder.start(&sources);
+    // Only recurrent models without attention have none to return.
+    let attends = !matches!(model, Seq2SeqModel::Rnn(m) if m.cfg.attention == RnnAttention::None);
     let mut rows: Vec<usize> = (0..srcs.len()).collect();
     for t in 0..len {
         if t == 3 {
@@ -232,9 +234,6 @@ pub fn check_cached_matches_uncached(model: &Seq2SeqModel) {
         }
         let last: Vec<u32> = rows.iter().map(|&r| tgts[r][t]).collect();
         let out = decoder.step(&mut state, &last);
-        // Only recurrent models without attention have none to return.
-        let attends =
-            !matches!(model, Seq2SeqModel::Rnn(m) if m.cfg.attention == RnnAttention::None);
         assert_eq!(out.attention.is_some(), attends, "attention returned");
         for (i, &r) in rows.iter().enumerate() {
             let lp = &out.log_probs[i * VOCAB..(i + 1) * VOCAB];
