@@ -1,20 +1,33 @@
-//! Batched beam search (see the crate docs for the rules).
+//! Beam search's choice of extensions (see the crate docs for the rules), and the block-skip scan
+//! for a row's best tokens, which greedy search shares as beam search with `k = 1`.
 //!
 //! `early_stop = false` (tests only) disables the bound-based stopping rule.
 
 use std::cmp::Ordering;
 
-use crate::common::{
-    Finished, Limits, Open, Rules, SCAN_BLOCK, attention_row, block_max, cand_order, check_output,
-    clean, reorder,
-};
+use crate::common::{Allowed, SCAN_BLOCK, block_max, cand_order, clean};
 use crate::config::{Hypothesis, SearchConfig, SearchError};
+use crate::driver::{self, Expand, Extension, Frontier};
 use crate::step::StepModel;
 
-struct Live {
-    sent: usize,
-    beams: Vec<Open>,
-    finished: Finished,
+pub(crate) fn beam<M: StepModel>(
+    model: &M,
+    sources: &[Vec<u32>],
+    cfg: &SearchConfig,
+    k: usize,
+    early_stop: bool,
+) -> Result<Vec<Vec<Hypothesis>>, SearchError> {
+    driver::run(model, sources, cfg, Beam::new(k, early_stop))
+}
+
+/// Keeps `k` open hypotheses per sentence: the first `k` candidates not ending in `<eos>`, and
+/// finishes the candidates ending in `<eos>` that rank among the first `k`.
+struct Beam {
+    k: usize,
+    early_stop: bool,
+    /// Scratch: one hypothesis's best tokens, then the sentence's candidates.
+    top: Vec<(f32, u32)>,
+    cands: Vec<Cand>,
 }
 
 #[derive(Clone, Copy)]
@@ -22,6 +35,115 @@ struct Cand {
     sum: f32,
     token: u32,
     beam: usize,
+}
+
+impl Beam {
+    pub fn new(k: usize, early_stop: bool) -> Self {
+        Beam {
+            k,
+            early_stop,
+            top: Vec::new(),
+            cands: Vec::new(),
+        }
+    }
+}
+
+impl Expand for Beam {
+    type Extra = ();
+
+    fn start(&self, _source: &[u32]) -> Vec<()> {
+        vec![()]
+    }
+
+    fn keep(&self, _nbest: usize) -> usize {
+        self.k
+    }
+
+    fn bounded(&self) -> bool {
+        self.early_stop
+    }
+
+    fn expand(&mut self, mut frontier: Frontier<'_, ()>, chosen: &mut Vec<Extension>) {
+        let (k, eos) = (self.k, frontier.eos());
+        // Only each hypothesis's best k non-eos tokens and its <eos> are candidates. That
+        // changes nothing: the sentence's first k non-eos candidates are among them, and an <eos>
+        // candidate ranks below k among them exactly when it does among all (if one hypothesis
+        // has k non-eos tokens ahead of it, those are kept; otherwise all ahead of it are).
+        self.cands.clear();
+        for h in frontier.hyps() {
+            best_tokens(h.log_probs, h.logprob, &h.allowed, eos, k, &mut self.top);
+            let cand = |(sum, token)| Cand {
+                sum,
+                token,
+                beam: h.index,
+            };
+            self.cands.extend(self.top.iter().copied().map(cand));
+            if h.allowed.permits(eos) {
+                let sum = h.logprob + clean(h.log_probs[eos as usize]);
+                self.cands.push(cand((sum, eos)));
+            }
+        }
+        // Ties: token id, then beam index; (token, beam) is unique, so the order is total.
+        self.cands.sort_unstable_by(|a, b| {
+            cand_order((a.sum, a.token), (b.sum, b.token)).then(a.beam.cmp(&b.beam))
+        });
+        let mut open = 0;
+        for (pos, c) in self.cands.iter().enumerate() {
+            if open == k && pos >= k {
+                break;
+            }
+            let ext = Extension {
+                parent: c.beam,
+                token: c.token,
+            };
+            if c.token == eos {
+                if pos < k {
+                    chosen.push(ext);
+                }
+            } else if open < k {
+                chosen.push(ext);
+                open += 1;
+            }
+        }
+    }
+}
+
+/// Puts into `top` the best `k` allowed tokens of a row other than `eos`, as
+/// `(logprob + clean(lp), token)`, best first by [`cand_order`].
+///
+/// Most tokens lose to the current `k`: they are rejected before the rule check, a whole block of
+/// [`SCAN_BLOCK`] at once where possible ([`block_max`]). `<` is false for NaN, which then takes
+/// the per-token path.
+#[inline(never)] // On its own, the scan keeps its few values in registers (measured: fewer instructions).
+pub(crate) fn best_tokens(
+    lps: &[f32],
+    logprob: f32,
+    allowed: &Allowed,
+    eos: u32,
+    k: usize,
+    top: &mut Vec<(f32, u32)>,
+) {
+    top.clear();
+    // The k-th best sum once there are k (nothing is below -inf before), kept in a register.
+    let mut threshold = f32::NEG_INFINITY;
+    for (block, lps) in lps.chunks(SCAN_BLOCK).enumerate() {
+        if logprob + block_max(lps) < threshold {
+            continue;
+        }
+        for (i, &lp) in lps.iter().enumerate() {
+            let sum = logprob + clean(lp);
+            if sum < threshold {
+                continue;
+            }
+            let v = (block * SCAN_BLOCK + i) as u32;
+            if v != eos && allowed.permits(v) {
+                push_top(top, k, (sum, v));
+                if top.len() == k {
+                    threshold = top[k - 1].0;
+                }
+            }
+        }
+    }
 }
 
 /// Keeps the best `cap` `(score, token)` pairs of a stream visited in increasing token order.
@@ -36,130 +158,4 @@ fn push_top(top: &mut Vec<(f32, u32)>, cap: usize, c: (f32, u32)) {
     }
     let pos = top.partition_point(|&x| cand_order(x, c) != Ordering::Greater);
     top.insert(pos, c);
-}
-
-pub(crate) fn beam<M: StepModel>(
-    model: &M,
-    sources: &[Vec<u32>],
-    cfg: &SearchConfig,
-    k: usize,
-    early_stop: bool,
-) -> Result<Vec<Vec<Hypothesis>>, SearchError> {
-    let vocab = model.vocab_size();
-    let rules = Rules::new(cfg, vocab);
-    let eos = rules.eos();
-    let limits: Vec<Limits> = sources.iter().map(|s| Limits::new(cfg, s)).collect();
-    let mut results = vec![Vec::new(); sources.len()];
-
-    let mut state = model.start(sources);
-    let mut live: Vec<Live> = (0..sources.len())
-        .map(|sent| Live {
-            sent,
-            beams: vec![Open::empty(cfg.return_attention)],
-            finished: Finished::new(k),
-        })
-        .collect();
-    let mut last_tokens = vec![cfg.special.bos; sources.len()];
-    // Each beam has at most one <eos> candidate, so its best k + 1 candidates contain every one
-    // of its candidates that can be among the sentence's first k non-eos candidates or among its
-    // first k candidates overall.
-    let per_beam = k.saturating_add(1).min(vocab);
-    let mut top: Vec<(f32, u32)> = Vec::with_capacity(per_beam + 1);
-    let mut cands: Vec<Cand> = Vec::new();
-
-    while !live.is_empty() {
-        let rows = last_tokens.len();
-        let out = model.step(&mut state, &last_tokens);
-        check_output(&out, rows, vocab)?;
-        let mut indices = Vec::with_capacity(rows);
-        last_tokens.clear();
-        let mut next_live = Vec::with_capacity(live.len());
-        let mut row0 = 0;
-        for mut s in live.into_iter() {
-            let lim = &limits[s.sent];
-            let beams = std::mem::take(&mut s.beams);
-            cands.clear();
-            for (b, open) in beams.iter().enumerate() {
-                let lps = &out.log_probs[(row0 + b) * vocab..(row0 + b + 1) * vocab];
-                let allowed = rules.allowed(&open.tokens, lim);
-                top.clear();
-                for (block, lps) in lps.chunks(SCAN_BLOCK).enumerate() {
-                    // Most tokens lose to the current k + 1: reject them before the rule check,
-                    // a whole block at once where possible (`block_max`). `<` is false for NaN,
-                    // which then takes the full path as before.
-                    if top.len() == per_beam && open.logprob + block_max(lps) < top[per_beam - 1].0
-                    {
-                        continue;
-                    }
-                    for (i, &lp) in lps.iter().enumerate() {
-                        let sum = open.logprob + clean(lp);
-                        if top.len() == per_beam && sum < top[per_beam - 1].0 {
-                            continue;
-                        }
-                        let v = (block * SCAN_BLOCK + i) as u32;
-                        if allowed.permits(v) {
-                            push_top(&mut top, per_beam, (sum, v));
-                        }
-                    }
-                }
-                cands.extend(top.iter().map(|&(sum, token)| Cand {
-                    sum,
-                    token,
-                    beam: b,
-                }));
-            }
-            // Ties: token id, then beam index.
-            cands.sort_by(|a, b| {
-                cand_order((a.sum, a.token), (b.sum, b.token)).then(a.beam.cmp(&b.beam))
-            });
-            let attn = |row: usize| {
-                if cfg.return_attention {
-                    attention_row(&out, rows, row, lim.src_len)
-                } else {
-                    None
-                }
-            };
-            let mut next: Vec<(Open, usize)> = Vec::with_capacity(k);
-            for (pos, c) in cands.iter().enumerate() {
-                if next.len() == k && pos >= k {
-                    break;
-                }
-                let row = row0 + c.beam;
-                let lp = clean(out.log_probs[row * vocab + c.token as usize]);
-                if c.token == eos {
-                    if pos < k {
-                        s.finished
-                            .insert(beams[c.beam].finish(lp, c.sum, attn(row), cfg));
-                    }
-                } else if next.len() < k {
-                    let mut open = beams[c.beam].clone();
-                    open.push(c.token, lp, c.sum, attn(row));
-                    next.push((open, row));
-                }
-            }
-            row0 += beams.len();
-            let done = next.is_empty()
-                || (early_stop
-                    && s.finished.is_full()
-                    && s.finished.worst_score().is_some_and(|worst| {
-                        next.iter()
-                            .all(|(open, _)| lim.bound.of(open.logprob, open.tokens.len()) < worst)
-                    }));
-            if done {
-                results[s.sent] = s.finished.into_best(cfg.nbest);
-            } else {
-                for (open, row) in next {
-                    indices.push(row);
-                    last_tokens.push(*open.tokens.last().unwrap());
-                    s.beams.push(open);
-                }
-                next_live.push(s);
-            }
-        }
-        live = next_live;
-        if !live.is_empty() {
-            reorder(model, &mut state, rows, &indices);
-        }
-    }
-    Ok(results)
 }

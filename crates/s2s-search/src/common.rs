@@ -1,9 +1,9 @@
-//! Pieces shared by every strategy: token rules, open and finished hypotheses, output checks.
+//! Pieces shared by the driver and the strategies: limits and the stopping bound, token rules,
+//! the block maximum of the scans, open and finished hypotheses, hashing.
 
 use std::cmp::Ordering;
 
-use crate::config::{Hypothesis, LengthPenalty, SearchConfig, SearchError};
-use crate::step::{StepModel, StepOutput};
+use crate::config::{Hypothesis, LengthPenalty, SearchConfig};
 
 /// Per-sentence limits, fixed at the start of a search.
 #[derive(Clone, Debug)]
@@ -212,55 +212,8 @@ pub(crate) fn block_max(block: &[f32]) -> f32 {
     tail.iter().copied().fold(lanes, max)
 }
 
-/// Checks the shape of a step output for `rows` rows.
-pub(crate) fn check_output(out: &StepOutput, rows: usize, vocab: usize) -> Result<(), SearchError> {
-    if out.log_probs.len() != rows * vocab {
-        return Err(SearchError::BadModelOutput(format!(
-            "expected {rows} x {vocab} = {} log-probs, got {}",
-            rows * vocab,
-            out.log_probs.len()
-        )));
-    }
-    if let Some(a) = &out.attention
-        && rows > 0
-        && a.len() % rows != 0
-    {
-        return Err(SearchError::BadModelOutput(format!(
-            "attention has {} values, not a multiple of {rows} rows",
-            a.len()
-        )));
-    }
-    Ok(())
-}
-
-/// The attention row `row`, trimmed to `src_len` (or the model's width if smaller).
-pub(crate) fn attention_row(
-    out: &StepOutput,
-    rows: usize,
-    row: usize,
-    src_len: usize,
-) -> Option<Vec<f32>> {
-    let a = out.attention.as_ref()?;
-    let width = a.len() / rows.max(1);
-    let take = src_len.min(width);
-    Some(a[row * width..row * width + take].to_vec())
-}
-
-/// Calls `reorder` unless `indices` is the identity on `rows` rows.
-pub(crate) fn reorder<M: StepModel>(
-    model: &M,
-    state: &mut M::State,
-    rows: usize,
-    indices: &[usize],
-) {
-    let identity = indices.len() == rows && indices.iter().enumerate().all(|(i, &j)| i == j);
-    if !identity {
-        model.reorder(state, indices);
-    }
-}
-
 /// An unfinished hypothesis.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub(crate) struct Open {
     pub tokens: Vec<u32>,
     pub token_logprobs: Vec<f32>,
@@ -359,10 +312,11 @@ impl Finished {
         if self.is_full() && hyp_order(&h, self.hyps.last().unwrap()) != Ordering::Less {
             return;
         }
+        // After any equal one: the list is the stable sort of what was inserted (sampling can
+        // find the same hypothesis twice).
         let pos = self
             .hyps
-            .binary_search_by(|x| hyp_order(x, &h))
-            .unwrap_or_else(|p| p);
+            .partition_point(|x| hyp_order(x, &h) != Ordering::Greater);
         self.hyps.insert(pos, h);
         self.hyps.truncate(self.cap);
     }

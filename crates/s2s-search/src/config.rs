@@ -5,8 +5,8 @@ use crate::step::SpecialTokens;
 /// Which decoding algorithm [`crate::search`] runs.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Strategy {
-    /// Greedy decoding: exactly the semantics of [`Strategy::Beam`] with `k = 1` (see the crate
-    /// docs), on a faster code path. Requires `nbest <= 1`.
+    /// Greedy decoding: exactly [`Strategy::Beam`] with `k = 1` (see the crate docs), which is
+    /// how it runs. Requires `nbest <= 1`.
     Greedy,
     /// Beam search with `k` open hypotheses per sentence. Requires `1 <= nbest <= k`.
     Beam { k: usize },

@@ -1,13 +1,8 @@
-//! Exact search: every row is expanded with every allowed token until `max_len`.
+//! Exact search: every open hypothesis is extended with every allowed token until `max_len`.
 
-use crate::common::{Finished, Limits, Open, Rules, attention_row, check_output, clean, reorder};
 use crate::config::{Hypothesis, SearchConfig, SearchError};
+use crate::driver::{self, Expand, Extension, Frontier};
 use crate::step::StepModel;
-
-struct Row {
-    sent: usize,
-    open: Open,
-}
 
 /// `base^exp`, saturating at `u128::MAX`.
 fn saturating_pow(base: usize, exp: usize) -> u128 {
@@ -27,71 +22,36 @@ pub(crate) fn exhaustive<M: StepModel>(
     cfg: &SearchConfig,
 ) -> Result<Vec<Vec<Hypothesis>>, SearchError> {
     let vocab = model.vocab_size();
-    let limits: Vec<Limits> = sources.iter().map(|s| Limits::new(cfg, s)).collect();
-    for lim in &limits {
-        let candidates = saturating_pow(vocab, lim.max_len);
+    for source in sources {
+        let max_len = cfg.max_len_for(source.len());
+        let candidates = saturating_pow(vocab, max_len);
         if candidates > cfg.exhaustive_limit as u128 {
             return Err(SearchError::ExhaustiveTooLarge {
                 vocab_size: vocab,
-                max_len: lim.max_len,
+                max_len,
                 candidates,
                 limit: cfg.exhaustive_limit,
             });
         }
     }
-    let rules = Rules::new(cfg, vocab);
-    let eos = rules.eos();
-    let mut finished: Vec<Finished> = (0..sources.len())
-        .map(|_| Finished::new(cfg.nbest))
-        .collect();
+    driver::run(model, sources, cfg, Exhaustive)
+}
 
-    let mut state = model.start(sources);
-    let mut live: Vec<Row> = (0..sources.len())
-        .map(|sent| Row {
-            sent,
-            open: Open::empty(cfg.return_attention),
-        })
-        .collect();
-    let mut last_tokens = vec![cfg.special.bos; sources.len()];
+/// Takes every allowed extension.
+struct Exhaustive;
 
-    while !live.is_empty() {
-        let rows = live.len();
-        let out = model.step(&mut state, &last_tokens);
-        check_output(&out, rows, vocab)?;
-        let mut indices = Vec::new();
-        last_tokens.clear();
-        let mut next_live = Vec::new();
-        for (row, r) in live.iter().enumerate() {
-            let lim = &limits[r.sent];
-            let lps = &out.log_probs[row * vocab..(row + 1) * vocab];
-            let attn = || {
-                if cfg.return_attention {
-                    attention_row(&out, rows, row, lim.src_len)
-                } else {
-                    None
-                }
-            };
-            for v in rules.allowed(&r.open.tokens, lim).iter(vocab) {
-                let lp = clean(lps[v as usize]);
-                let sum = r.open.logprob + lp;
-                if v == eos {
-                    finished[r.sent].insert(r.open.finish(lp, sum, attn(), cfg));
-                } else {
-                    let mut open = r.open.clone();
-                    open.push(v, lp, sum, attn());
-                    indices.push(row);
-                    last_tokens.push(v);
-                    next_live.push(Row { sent: r.sent, open });
-                }
-            }
-        }
-        live = next_live;
-        if !live.is_empty() {
-            reorder(model, &mut state, rows, &indices);
+impl Expand for Exhaustive {
+    type Extra = ();
+
+    fn start(&self, _source: &[u32]) -> Vec<()> {
+        vec![()]
+    }
+
+    fn expand(&mut self, mut frontier: Frontier<'_, ()>, chosen: &mut Vec<Extension>) {
+        for h in frontier.hyps() {
+            let parent = h.index;
+            let tokens = h.allowed.iter(h.log_probs.len());
+            chosen.extend(tokens.map(|token| Extension { parent, token }));
         }
     }
-    Ok(finished
-        .into_iter()
-        .map(|f| f.into_best(cfg.nbest))
-        .collect())
 }

@@ -57,7 +57,7 @@
 //! Results are the best `nbest` finished hypotheses by score, ties broken by token sequence.
 //! Search does not depend on `nbest`, so the first of `nbest = N` equals `nbest = 1`.
 //!
-//! **Greedy** is exactly beam search with `k = 1` under the rules above (on a faster path): it
+//! **Greedy** is exactly beam search with `k = 1` under the rules above (and runs as such): it
 //! follows the most likely token; when that token is `<eos>` it records the finished hypothesis
 //! and, unless the stopping rule says otherwise, keeps exploring from the most likely other
 //! token. With `LengthPenalty::None` this is plain argmax decoding up to the first `<eos>`.
@@ -81,6 +81,21 @@
 //! tie-breaking are per sentence and total, and all arithmetic on a row is done in the same order
 //! whatever the batch. Given a model whose rows are computed independently (like [`toy`]), the
 //! result for a sentence is bitwise the same alone or in any batch.
+//!
+//! # Layout
+//!
+//! One loop, `driver::run`, serves every strategy: it starts the model, steps the live rows,
+//! checks each output, keeps every open hypothesis with its row and `last_tokens` entry, finishes
+//! hypotheses at `<eos>`, applies the stopping rule, collects results and reorders rows, so the
+//! rules above hold for all strategies alike. A strategy is a type implementing `driver::Expand`
+//! that only chooses, per sentence and step, which one-token extensions of the open hypotheses to
+//! take: `beam.rs` the first `k` candidates through the block-skip scan (`greedy.rs` is beam
+//! search with `k = 1`), `sample.rs` one draw per sample, `exhaustive.rs` every allowed token.
+//! `common.rs` holds the token rules, the stopping bound, the scans' block maximum and the lists
+//! of hypotheses. A new strategy implements `Expand` (its extensions; how many finished
+//! hypotheses a sentence keeps; whether the stopping rule applies; what a hypothesis carries
+//! besides its tokens, such as a random stream) and gets a [`Strategy`] variant and an arm in
+//! [`search`].
 
 pub mod step;
 pub mod toy;
@@ -88,6 +103,7 @@ pub mod toy;
 mod beam;
 mod common;
 mod config;
+mod driver;
 mod exhaustive;
 mod greedy;
 mod sample;

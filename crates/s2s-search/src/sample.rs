@@ -3,11 +3,9 @@
 use rand_chacha::ChaCha8Rng;
 use rand_chacha::rand_core::{RngCore, SeedableRng};
 
-use crate::common::{
-    Allowed, Limits, Open, Rules, attention_row, check_output, clean, hash_tokens, hyp_order,
-    mix64, reorder,
-};
+use crate::common::{Allowed, clean, hash_tokens, mix64};
 use crate::config::{Hypothesis, SearchConfig, SearchError};
+use crate::driver::{self, Expand, Extension, Frontier};
 use crate::step::StepModel;
 
 /// Sampling parameters, as in [`crate::Strategy::Sample`].
@@ -23,14 +21,6 @@ pub(crate) struct Params {
 /// tokens and `j` only (never of the batch).
 pub fn sample_seed(seed: u64, source: &[u32], j: usize) -> u64 {
     mix64(hash_tokens(mix64(seed), source) ^ mix64(j as u64 ^ 0x5EED))
-}
-
-struct Row {
-    sent: usize,
-    open: Open,
-    rng: ChaCha8Rng,
-    /// Position of this sample's row in the current step output.
-    row: usize,
 }
 
 /// Draws one token from the row's tempered, truncated distribution over the allowed tokens.
@@ -92,63 +82,37 @@ pub(crate) fn sample<M: StepModel>(
     cfg: &SearchConfig,
     params: Params,
 ) -> Result<Vec<Vec<Hypothesis>>, SearchError> {
-    let vocab = model.vocab_size();
-    let rules = Rules::new(cfg, vocab);
-    let eos = rules.eos();
-    let limits: Vec<Limits> = sources.iter().map(|s| Limits::new(cfg, s)).collect();
-    let mut results: Vec<Vec<Hypothesis>> = vec![Vec::with_capacity(cfg.nbest); sources.len()];
+    let sampler = Sampler {
+        params,
+        samples: cfg.nbest,
+    };
+    driver::run(model, sources, cfg, sampler)
+}
 
-    let mut state = model.start(sources);
-    // The first step runs one row per sentence; every sample of a sentence reads that row.
-    let mut live: Vec<Row> = Vec::with_capacity(sources.len() * cfg.nbest);
-    for (sent, src) in sources.iter().enumerate() {
-        for j in 0..cfg.nbest {
-            live.push(Row {
-                sent,
-                open: Open::empty(cfg.return_attention),
-                rng: ChaCha8Rng::seed_from_u64(sample_seed(params.seed, src, j)),
-                row: sent,
+/// Draws `samples` hypotheses per sentence, each one token at a time from its own stream; they
+/// start on the sentence's one first row.
+struct Sampler {
+    params: Params,
+    samples: usize,
+}
+
+impl Expand for Sampler {
+    type Extra = ChaCha8Rng;
+
+    fn start(&self, source: &[u32]) -> Vec<ChaCha8Rng> {
+        (0..self.samples)
+            .map(|j| ChaCha8Rng::seed_from_u64(sample_seed(self.params.seed, source, j)))
+            .collect()
+    }
+
+    fn expand(&mut self, mut frontier: Frontier<'_, ChaCha8Rng>, chosen: &mut Vec<Extension>) {
+        for h in frontier.hyps() {
+            let vocab = h.log_probs.len();
+            let token = draw(h.log_probs, &h.allowed, vocab, &self.params, h.extra);
+            chosen.push(Extension {
+                parent: h.index,
+                token,
             });
         }
     }
-    let mut last_tokens = vec![cfg.special.bos; sources.len()];
-
-    while !live.is_empty() {
-        let rows = last_tokens.len();
-        let out = model.step(&mut state, &last_tokens);
-        check_output(&out, rows, vocab)?;
-        let mut indices = Vec::with_capacity(live.len());
-        last_tokens.clear();
-        let mut next_live = Vec::with_capacity(live.len());
-        for mut r in live.into_iter() {
-            let lim = &limits[r.sent];
-            let lps = &out.log_probs[r.row * vocab..(r.row + 1) * vocab];
-            let allowed = rules.allowed(&r.open.tokens, lim);
-            let v = draw(lps, &allowed, vocab, &params, &mut r.rng);
-            let lp = clean(lps[v as usize]);
-            let sum = r.open.logprob + lp;
-            let attn = if cfg.return_attention {
-                attention_row(&out, rows, r.row, lim.src_len)
-            } else {
-                None
-            };
-            if v == eos {
-                results[r.sent].push(r.open.finish(lp, sum, attn, cfg));
-            } else {
-                r.open.push(v, lp, sum, attn);
-                indices.push(r.row);
-                r.row = last_tokens.len();
-                last_tokens.push(v);
-                next_live.push(r);
-            }
-        }
-        live = next_live;
-        if !live.is_empty() {
-            reorder(model, &mut state, rows, &indices);
-        }
-    }
-    for r in &mut results {
-        r.sort_by(hyp_order);
-    }
-    Ok(results)
 }

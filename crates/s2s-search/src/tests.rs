@@ -105,3 +105,57 @@ proptest! {
         prop_assert_eq!(block_max(&xs).to_bits(), want.to_bits());
     }
 }
+
+mod scan {
+    use proptest::collection::vec;
+    use proptest::prelude::*;
+
+    use crate::beam::best_tokens;
+    use crate::common::{Limits, Rules, cand_order, clean};
+    use crate::{SearchConfig, SpecialTokens};
+
+    fn log_prob() -> impl Strategy<Value = f32> {
+        prop_oneof![
+            Just(-1.0f32),
+            Just(-0.5),
+            Just(0.0),
+            Just(f32::NAN),
+            Just(f32::NEG_INFINITY),
+            -30.0f32..0.0,
+        ]
+    }
+
+    proptest! {
+        /// The block-skip scan returns exactly the first `k` allowed non-eos tokens of the row
+        /// sorted by `cand_order`: ties, NaN and bans included.
+        #[test]
+        fn best_tokens_are_the_first_k_sorted(
+            row in vec(log_prob(), 4..80),
+            logprob in prop_oneof![Just(0.0f32), Just(f32::NEG_INFINITY), -20.0f32..0.0],
+            k in 1usize..7,
+            prefix in vec(0u32..1000, 0..8),
+            eos in 3u32..8,
+            ban_unk: bool,
+            no_repeat_ngram in 0usize..3,
+            min_len in 0usize..4,
+        ) {
+            let vocab = row.len();
+            let special = SpecialTokens { pad: 0, unk: 1, bos: 2, eos: eos % vocab as u32 };
+            let cfg = SearchConfig { special, ban_unk, no_repeat_ngram, min_len, max_len: 10,
+                                     ..SearchConfig::default() };
+            let prefix: Vec<u32> = prefix.iter().map(|t| 4 + t % (vocab as u32 - 4).max(1)).collect();
+            let allowed = Rules::new(&cfg, vocab).allowed(&prefix, &Limits::new(&cfg, &[]));
+            let mut top = Vec::new();
+            best_tokens(&row, logprob, &allowed, special.eos, k, &mut top);
+            let mut want: Vec<(f32, u32)> = allowed
+                .iter(vocab)
+                .filter(|&v| v != special.eos)
+                .map(|v| (logprob + clean(row[v as usize]), v))
+                .collect();
+            want.sort_by(|&a, &b| cand_order(a, b));
+            want.truncate(k);
+            let bits = |x: &[(f32, u32)]| x.iter().map(|&(s, v)| (s.to_bits(), v)).collect::<Vec<_>>();
+            prop_assert_eq!(bits(&top), bits(&want));
+        }
+    }
+}
