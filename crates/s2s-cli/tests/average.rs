@@ -25,7 +25,7 @@ fn weights(model: &s2s_models::Seq2SeqModel) -> BTreeMap<String, Vec<f32>> {
 }
 
 fn checkpoint_weights(model_dir: &Path, ckpt: &Path) -> BTreeMap<String, Vec<f32>> {
-    let run = s2s_train::model_dir::read_run_config(model_dir).unwrap();
+    let run = s2s_infer::model_dir::read_run_config(model_dir).unwrap();
     let device = burn::tensor::Device::flex();
     let model = s2s_models::Seq2SeqModel::new(&run.model, run.src_vocab, run.tgt_vocab, &device);
     let model =
@@ -72,7 +72,7 @@ fn average_writes_the_mean_of_the_newest_checkpoints() {
     ];
     let parts: Vec<_> = dirs.iter().map(|d| checkpoint_weights(&model, d)).collect();
     let device = burn::tensor::Device::flex();
-    let loaded = s2s_train::model_dir::load(&avg, &device).unwrap();
+    let loaded = s2s_infer::model_dir::load(&avg, &device).unwrap();
     let got = weights(&loaded.model);
     assert_eq!(got.len(), parts[0].len());
     let mut differs_from_last = false;
@@ -169,7 +169,7 @@ fn save_every_writes_checkpoints_between_validations() {
         String::from_utf8_lossy(&o.stdout)
     );
     // Checkpoints between validations are not validations: metrics.jsonl has steps 3, 6, 9, 10.
-    let steps: Vec<usize> = s2s_train::metrics::read(&model.join("metrics.jsonl"))
+    let steps: Vec<usize> = s2s_infer::metrics::read(&model.join("metrics.jsonl"))
         .unwrap()
         .iter()
         .map(|r| r.step)

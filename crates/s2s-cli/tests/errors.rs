@@ -182,7 +182,7 @@ fn train_out_on_an_existing_model_needs_resume_or_force() {
     ));
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(checkpoint_step(&out.join("checkpoint")), 3);
-    let metrics = s2s_train::metrics::read(&out.join("metrics.jsonl")).unwrap();
+    let metrics = s2s_infer::metrics::read(&out.join("metrics.jsonl")).unwrap();
     assert_eq!(metrics.iter().map(|m| m.step).collect::<Vec<_>>(), vec![3]);
 }
 
@@ -231,4 +231,38 @@ fn diverging_training_stops_keeps_the_last_good_checkpoint_and_exits_non_zero() 
     );
     assert_eq!(before, hash_dir(&ckpt));
     assert_eq!(best, std::fs::read(out.join("model.safetensors")).unwrap());
+}
+
+#[test]
+fn a_second_trainer_is_refused_while_the_first_writes_the_model_dir() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (data, config) = setup(tmp.path());
+    let out = tmp.path().join("model");
+    let mut first = spawn(train_cmd(&data, &config, &out, &["--max-steps", "100000"]));
+    first.wait_for_line("step ");
+    let pid = first.child.id().to_string();
+    // A resume and a forced restart would both write the files the first trainer is writing.
+    for cmd in [
+        resume_cmd(&data, &out, &["--max-steps", "100000"]),
+        train_cmd(&data, &config, &out, &["--force"]),
+    ] {
+        let o = run(cmd);
+        let err = stderr(&o);
+        assert!(!o.status.success(), "succeeded:\n{err}");
+        assert!(err.contains("in use by another s2s process"), "{err}");
+        assert!(err.contains(&format!("pid {pid}")), "{err}");
+    }
+    first.signal(libc::SIGINT);
+    let (code, err) = first.finish();
+    assert!(
+        code.is_some(),
+        "the first trainer was not disturbed:\n{err}"
+    );
+    assert!(
+        s2s_train::checkpoint::locate(&out).is_ok(),
+        "its checkpoint is intact"
+    );
+    // Once it has stopped, the directory is free again.
+    let o = run(resume_cmd(&data, &out, &["--max-steps", "1"]));
+    assert!(o.status.success(), "{}", stderr(&o));
 }

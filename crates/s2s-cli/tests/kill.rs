@@ -46,7 +46,7 @@ fn sigkill_at_random_moments_never_loses_the_last_complete_checkpoint() {
         }
         if out.join("model.safetensors").exists() {
             let device = burn::tensor::Device::flex();
-            s2s_train::model_dir::load(&out, &device)
+            s2s_infer::model_dir::load(&out, &device)
                 .unwrap_or_else(|e| panic!("round {round}, killed after {delay} ms: {e}"));
         }
     }

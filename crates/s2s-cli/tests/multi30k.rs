@@ -22,7 +22,7 @@ fn every_config_resolves_to_its_preset_with_the_shared_recipe() {
         let path = workspace().join(format!("configs/multi30k/{name}.toml"));
         let text = std::fs::read_to_string(&path).unwrap();
         let (arch, model, train) =
-            s2s_train::config::resolve(None, Some((&path.display().to_string(), &text)))
+            s2s_infer::config::resolve(None, Some((&path.display().to_string(), &text)))
                 .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(arch.as_deref(), Some(preset), "{name}");
         // One joint vocabulary of 8000 types (the runner prepares with --joint).
@@ -34,9 +34,9 @@ fn every_config_resolves_to_its_preset_with_the_shared_recipe() {
         // set (else the rate is zero at once); the other rows decay as 1/sqrt(step).
         let expected = if ["transformer", "lstm"].contains(&name) {
             assert!(train.max_steps > train.warmup_steps, "{name}");
-            s2s_train::config::LrSchedule::Linear
+            s2s_infer::config::LrSchedule::Linear
         } else {
-            s2s_train::config::LrSchedule::InverseSqrt
+            s2s_infer::config::LrSchedule::InverseSqrt
         };
         assert_eq!(train.schedule, expected, "{name}");
         if let s2s_models::ModelConfig::Transformer(t) = &model {

@@ -1,10 +1,11 @@
 //! `s2s plot` (training curves) and `s2s translate --attention-plot` (heatmaps) on a real trained
 //! model: the files are written and are valid SVG with the expected cells and series.
 
-mod common;
+mod serving;
 
-use common::*;
+use s2s_infer::plot::{write_attention_plots, write_training_plots};
 use s2s_serve::SearchOptions;
+use serving::*;
 use std::path::Path;
 
 fn parse_svg(path: &Path) -> String {
@@ -31,10 +32,10 @@ fn texts(doc: &roxmltree::Document) -> Vec<String> {
 #[test]
 fn training_curves() {
     let model = model_dir();
-    let records = s2s_train::metrics::read(&model.join("metrics.jsonl")).unwrap();
+    let records = s2s_infer::metrics::read(&model.join("metrics.jsonl")).unwrap();
     assert_eq!(records.len(), 5, "validations at steps 60..=300");
     let out = tempfile::tempdir().unwrap();
-    let written = s2s_serve::plot::write_training_plots(model, out.path()).unwrap();
+    let written = write_training_plots(model, out.path()).unwrap();
     let names: Vec<String> = written
         .iter()
         .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
@@ -83,7 +84,7 @@ fn training_curves() {
 
     // No metrics: a clear error.
     let empty = tempfile::tempdir().unwrap();
-    let e = s2s_serve::plot::write_training_plots(empty.path(), out.path()).unwrap_err();
+    let e = write_training_plots(empty.path(), out.path()).unwrap_err();
     assert!(e.to_string().contains("metrics.jsonl not found"), "{e}");
 }
 
@@ -91,41 +92,34 @@ fn training_curves() {
 #[test]
 fn attention_plots() {
     let device = burn::tensor::Device::flex();
-    let loaded = s2s_train::model_dir::load(model_dir(), &device).unwrap();
+    let translator = s2s_infer::Translator::load(model_dir(), &device).unwrap();
     let lines: Vec<String> = vec!["1 2 3 4".into(), "9 8 7 6 5".into()];
-    let sources: Vec<Vec<u32>> = lines.iter().map(|l| loaded.encode_source(l)).collect();
     let cfg = SearchOptions {
         attention: true,
         ..SearchOptions::default()
     }
     .to_config();
-    let results = s2s_models::decoder::translate_all(
-        &loaded.model,
-        &device,
-        loaded.run.tgt_vocab,
-        &sources,
-        &cfg,
-        64,
-    )
-    .unwrap();
+    let translations = translator.translate(&lines, &cfg, 64).unwrap();
+    let arch = translator.arch_name();
     let out = tempfile::tempdir().unwrap();
     let path = out.path().join("att.svg");
 
     // Several sentences: att.1.svg, att.2.svg.
-    let written =
-        s2s_serve::plot::write_attention_plots(&path, &loaded, &lines, &sources, &results).unwrap();
+    let written = write_attention_plots(&path, &translations, &arch).unwrap();
     assert_eq!(
         written,
         vec![out.path().join("att.1.svg"), out.path().join("att.2.svg")]
     );
     assert!(!path.exists());
-    for ((file, src), hyps) in written.iter().zip(&sources).zip(&results) {
+    for (file, (line, t)) in written.iter().zip(lines.iter().zip(&translations)) {
         let text = parse_svg(file);
         let doc = roxmltree::Document::parse(&text).unwrap();
+        let src = translator.encode(line);
+        let best = &t.hyps[0];
         // Source tokens, plus <eos> when the search returns that column.
-        let n_src = hyps[0].attention.as_ref().unwrap()[0].len();
+        let n_src = best.attention.as_ref().unwrap().mean[0].len();
         assert!(n_src == src.len() || n_src == src.len() + 1);
-        let n_tgt = hyps[0].tokens.len() + 1;
+        let n_tgt = best.tokens.len() + 1;
         // One background rectangle, then one per cell.
         assert_eq!(
             elements(&doc, "rect").len(),
@@ -135,27 +129,20 @@ fn attention_plots() {
         );
         let labels = texts(&doc);
         assert!(labels.iter().any(|t| t == "<eos>"), "{labels:?}");
-        for tok in loaded.src_tokenizer.tokens(src) {
+        for tok in translator.loaded().src_tokenizer.tokens(&src) {
             assert!(labels.contains(&tok), "{tok} labelled: {labels:?}");
         }
     }
 
     // One sentence: the file itself.
-    let written = s2s_serve::plot::write_attention_plots(
-        &path,
-        &loaded,
-        &lines[..1],
-        &sources[..1],
-        &results[..1],
-    )
-    .unwrap();
+    let written = write_attention_plots(&path, &translations[..1], &arch).unwrap();
     assert_eq!(written, vec![path.clone()]);
     parse_svg(&path);
 
     // Without attention there is nothing to plot.
-    let mut no_att = results.clone();
-    no_att[0][0].attention = None;
-    let e = s2s_serve::plot::write_attention_plots(&path, &loaded, &lines, &sources, &no_att)
-        .unwrap_err();
+    let mut no_att = translations.clone();
+    no_att[0].hyps[0].attention = None;
+    let e = write_attention_plots(&path, &no_att, &arch).unwrap_err();
     assert!(e.to_string().contains("no attention"), "{e}");
+    assert!(e.to_string().contains(&arch), "{e}");
 }

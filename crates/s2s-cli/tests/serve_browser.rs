@@ -6,11 +6,11 @@
 //! chromedriver the test fails, unless `S2S_SKIP_BROWSER=1`. With `S2S_SCREENSHOT=FILE.png` it
 //! saves a screenshot of the page (that is how `docs/screenshot-serve.png` is made).
 
-mod common;
+mod serving;
 
-use common::*;
 use fantoccini::{ClientBuilder, Locator};
 use serde_json::{Value, json};
+use serving::*;
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

@@ -1,11 +1,11 @@
 //! The HTTP API against a real trained model on a loopback port: every endpoint, every error
 //! code, dynamic batching under 64 concurrent requests, request logging and graceful shutdown.
 
-mod common;
+mod serving;
 
-use common::*;
 use s2s_serve::{RequestLog, SearchOptions};
 use serde_json::{Value, json};
+use serving::*;
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
@@ -380,7 +380,7 @@ fn concurrent_requests_are_batched_and_match_serial_decoding() {
 
     // Serial decoding, one sentence at a time, with the library.
     let device = burn::tensor::Device::flex();
-    let loaded = s2s_train::model_dir::load(model_dir(), &device).unwrap();
+    let loaded = s2s_infer::model_dir::load(model_dir(), &device).unwrap();
     for (i, (s, r)) in sentences.iter().zip(&resps).enumerate() {
         let o = opts[i % opts.len()];
         let src = loaded.encode_source(s);

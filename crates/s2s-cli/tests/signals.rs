@@ -47,7 +47,7 @@ fn sigterm_checkpoints_exits_143_and_the_printed_command_resumes() {
     let o = run(c);
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(checkpoint_step(&out.join("checkpoint")), stopped_at + 4);
-    let metrics = s2s_train::metrics::read(&out.join("metrics.jsonl")).unwrap();
+    let metrics = s2s_infer::metrics::read(&out.join("metrics.jsonl")).unwrap();
     assert!(
         metrics.windows(2).all(|w| w[0].step < w[1].step),
         "{metrics:?}"

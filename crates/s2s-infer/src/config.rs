@@ -134,6 +134,81 @@ pub struct RunConfig {
     pub train: TrainConfig,
 }
 
+impl TrainConfig {
+    /// Checks the options whose bad values would otherwise fail deep inside training (an
+    /// empty batch, a NaN learning rate, an unknown BLEU tokenizer).
+    pub fn validate(&self) -> Result<(), String> {
+        if self.max_tokens == 0 || self.max_sentences == 0 {
+            return Err("[train] max_tokens and max_sentences must be at least 1".into());
+        }
+        if !(self.lr.is_finite() && self.lr > 0.0) {
+            return Err(format!(
+                "[train] lr = {} must be a positive number",
+                self.lr
+            ));
+        }
+        for (name, v) in [("beta1", self.beta1), ("beta2", self.beta2)] {
+            if !(0.0..1.0).contains(&v) {
+                return Err(format!("[train] {name} = {v} must be in [0, 1)"));
+            }
+        }
+        if !(self.weight_decay.is_finite() && self.weight_decay >= 0.0) {
+            return Err(format!(
+                "[train] weight_decay = {} must be 0 or more",
+                self.weight_decay
+            ));
+        }
+        if !(self.clip_norm.is_finite() && self.clip_norm >= 0.0) {
+            return Err(format!(
+                "[train] clip_norm = {} must be 0 (off) or more",
+                self.clip_norm
+            ));
+        }
+        if !(0.0..1.0).contains(&self.label_smoothing) {
+            return Err(format!(
+                "[train] label_smoothing = {} must be in [0, 1)",
+                self.label_smoothing
+            ));
+        }
+        if !(0.0..=1.0).contains(&self.teacher_forcing) {
+            return Err(format!(
+                "[train] teacher_forcing = {} must be in [0, 1]",
+                self.teacher_forcing
+            ));
+        }
+        if !(self.max_minutes.is_finite() && self.max_minutes >= 0.0) {
+            return Err(format!(
+                "[train] max_minutes = {} must be 0 (no limit) or more",
+                self.max_minutes
+            ));
+        }
+        self.bleu_tokenize
+            .parse::<s2s_eval::Tokenize>()
+            .map_err(|e| format!("[train] bleu_tokenize: {e}"))?;
+        Ok(())
+    }
+}
+
+impl RunConfig {
+    /// Checks everything `config.toml` says: the model's shape, that it fits the vocabularies,
+    /// and the training options.
+    pub fn validate(&self) -> Result<(), String> {
+        let specials = s2s_data::SPECIAL_TOKENS.len();
+        for (name, v) in [("src_vocab", self.src_vocab), ("tgt_vocab", self.tgt_vocab)] {
+            if v <= specials {
+                return Err(format!(
+                    "{name} = {v}: a vocabulary holds the {specials} special tokens and at least one more"
+                ));
+            }
+        }
+        self.model.validate().map_err(|e| format!("[model] {e}"))?;
+        self.model
+            .check_vocab(self.src_vocab, self.tgt_vocab)
+            .map_err(|e| format!("[model] {e}"))?;
+        self.train.validate()
+    }
+}
+
 /// A `--config FILE.toml`: an optional preset to start from, then overrides.
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]

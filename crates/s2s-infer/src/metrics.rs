@@ -1,6 +1,7 @@
-//! `MODEL_DIR/metrics.jsonl`: one JSON object per validation.
+//! `MODEL_DIR/metrics.jsonl`: one JSON object per validation, written by the trainer and read by
+//! `s2s plot` and reports.
 
-use crate::TrainError;
+use crate::InferError;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
@@ -18,28 +19,28 @@ pub struct MetricsRecord {
     pub teacher_forcing: f64,
 }
 
-pub fn read(path: &Path) -> Result<Vec<MetricsRecord>, TrainError> {
+pub fn read(path: &Path) -> Result<Vec<MetricsRecord>, InferError> {
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(TrainError::io(path, e)),
+        Err(e) => return Err(InferError::io(path, e)),
     };
     text.lines()
         .enumerate()
         .filter(|(_, l)| !l.trim().is_empty())
         .map(|(i, l)| {
             serde_json::from_str(l)
-                .map_err(|e| TrainError::Corrupt(format!("{}:{}: {e}", path.display(), i + 1)))
+                .map_err(|e| InferError::Corrupt(format!("{}:{}: {e}", path.display(), i + 1)))
         })
         .collect()
 }
 
 /// Rewrites the file atomically with `records`.
-pub fn write(path: &Path, records: &[MetricsRecord]) -> Result<(), TrainError> {
+pub fn write(path: &Path, records: &[MetricsRecord]) -> Result<(), InferError> {
     let mut out = String::new();
     for r in records {
         out.push_str(&serde_json::to_string(r).expect("metrics serialise"));
         out.push('\n');
     }
-    s2s_data::atomic_write(path, out.as_bytes()).map_err(|e| TrainError::io(path, e))
+    s2s_data::atomic_write(path, out.as_bytes()).map_err(|e| InferError::io(path, e))
 }

@@ -1,20 +1,25 @@
-//! MODEL_DIR: what training writes besides checkpoints, and how a trained model is loaded back.
+//! MODEL_DIR: the one format every producer of models writes and every consumer reads.
 //!
 //! ```text
-//! config.toml          RunConfig: architecture and training options
+//! config.toml          RunConfig: architecture and training options (validated whole on load)
 //! data.toml            the data directory's record (cleaning options, tokenizers, sources)
 //! tokenizer.src.json   HF tokenizers
 //! tokenizer.tgt.json
 //! model.safetensors    best weights
 //! metrics.jsonl        one line per validation
 //! model.json           {"arch": ..., "parameters": N}: the model's size, for reports
-//! checkpoint/          last state, enough to resume exactly
+//! checkpoint/          last state, enough to resume exactly (s2s-train's)
+//! .lock                held while a process writes the directory (see [`lock`])
 //! ```
+//!
+//! Every file is written atomically (a temporary file renamed over the old one), so a reader
+//! sees the old file or the new one, never half of one.
 
-use crate::{RunConfig, TrainError};
+use crate::{InferError, RunConfig};
 use burn::tensor::Device;
-use s2s_data::{DataToml, TextTokenizer};
+use s2s_data::{DataDir, DataToml, TextTokenizer};
 use s2s_models::Seq2SeqModel;
+use std::io::Write;
 use std::path::Path;
 
 pub const CONFIG: &str = "config.toml";
@@ -23,11 +28,71 @@ pub const SRC_TOKENIZER: &str = "tokenizer.src.json";
 pub const TGT_TOKENIZER: &str = "tokenizer.tgt.json";
 pub const BEST: &str = "model.safetensors";
 pub const MODEL_JSON: &str = "model.json";
+pub const METRICS: &str = "metrics.jsonl";
+pub const LOCK: &str = ".lock";
+
+/// Starts a MODEL_DIR for a model trained on `data`: creates `dir`, writes `config.toml` (after
+/// validating `run`) and copies in the data record and both tokenizers.
+pub fn create(dir: &Path, run: &RunConfig, data: &DataDir) -> Result<(), InferError> {
+    run.validate().map_err(InferError::Config)?;
+    std::fs::create_dir_all(dir).map_err(|e| InferError::io(dir, e))?;
+    write_run_config(dir, run)?;
+    let tok = &data.meta.tokenizers;
+    for (from, to) in [
+        (data.path.join(DATA_TOML), DATA_TOML),
+        (data.path.join(&tok.src.file), SRC_TOKENIZER),
+        (data.path.join(&tok.tgt.file), TGT_TOKENIZER),
+    ] {
+        let bytes = std::fs::read(&from).map_err(|e| InferError::io(&from, e))?;
+        let to = dir.join(to);
+        s2s_data::atomic_write(&to, &bytes).map_err(|e| InferError::io(&to, e))?;
+    }
+    Ok(())
+}
+
+/// Writes `config.toml` atomically.
+pub fn write_run_config(dir: &Path, run: &RunConfig) -> Result<(), InferError> {
+    let text = toml::to_string(run).map_err(|e| InferError::Config(e.to_string()))?;
+    let path = dir.join(CONFIG);
+    s2s_data::atomic_write(&path, text.as_bytes()).map_err(|e| InferError::io(&path, e))
+}
+
+/// Reads `config.toml` and checks all of it (model shape, vocabularies, training options), so a
+/// hand-edited file is refused with a message naming the file, never a panic later.
+pub fn read_run_config(dir: &Path) -> Result<RunConfig, InferError> {
+    let path = dir.join(CONFIG);
+    if !dir.is_dir() {
+        return Err(InferError::Config(format!(
+            "model directory {} does not exist; train one with `s2s train --out {}`",
+            dir.display(),
+            dir.display()
+        )));
+    }
+    let text = std::fs::read_to_string(&path).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::NotFound {
+            InferError::Config(format!(
+                "{} is not a model directory: it has no {CONFIG}",
+                dir.display()
+            ))
+        } else {
+            InferError::io(&path, e)
+        }
+    })?;
+    let run: RunConfig = toml::from_str(&text)
+        .map_err(|e| InferError::Config(format!("{}: {e}", path.display())))?;
+    run.validate().map_err(|e| {
+        InferError::Config(format!(
+            "{}: {e}; fix the file, or train the model again",
+            path.display()
+        ))
+    })?;
+    Ok(run)
+}
 
 /// Writes `MODEL_DIR/model.json`: the preset (if any), the model family and the number of
 /// trainable parameters (tied or shared weights counted once), for reports such as the benchmark
 /// table.
-pub fn write_model_info(dir: &Path, run: &RunConfig, parameters: usize) -> Result<(), TrainError> {
+pub fn write_model_info(dir: &Path, run: &RunConfig, parameters: usize) -> Result<(), InferError> {
     let family = match &run.model {
         s2s_models::ModelConfig::Rnn(_) => "rnn",
         s2s_models::ModelConfig::Transformer(_) => "transformer",
@@ -44,10 +109,10 @@ pub fn write_model_info(dir: &Path, run: &RunConfig, parameters: usize) -> Resul
 }
 
 /// Writes `value` as pretty JSON with a final newline, atomically.
-pub fn write_json(path: &Path, value: &serde_json::Value) -> Result<(), TrainError> {
+pub fn write_json(path: &Path, value: &serde_json::Value) -> Result<(), InferError> {
     let mut text = serde_json::to_string_pretty(value).expect("a JSON value serialises");
     text.push('\n');
-    s2s_data::atomic_write(path, text.as_bytes()).map_err(|e| TrainError::io(path, e))
+    s2s_data::atomic_write(path, text.as_bytes()).map_err(|e| InferError::io(path, e))
 }
 
 /// A trained model ready for inference.
@@ -72,37 +137,15 @@ impl LoadedModel {
     }
 }
 
-pub fn read_run_config(dir: &Path) -> Result<RunConfig, TrainError> {
-    let path = dir.join(CONFIG);
-    if !dir.is_dir() {
-        return Err(TrainError::Config(format!(
-            "model directory {} does not exist; train one with `s2s train --out {}`",
-            dir.display(),
-            dir.display()
-        )));
-    }
-    let text = std::fs::read_to_string(&path).map_err(|e| {
-        if e.kind() == std::io::ErrorKind::NotFound {
-            TrainError::Config(format!(
-                "{} is not a model directory: it has no {CONFIG}",
-                dir.display()
-            ))
-        } else {
-            TrainError::io(&path, e)
-        }
-    })?;
-    toml::from_str(&text).map_err(|e| TrainError::Config(format!("{}: {e}", path.display())))
-}
-
 /// Loads config, tokenizers and the best weights, checking that they fit together.
-pub fn load(dir: &Path, device: &Device) -> Result<LoadedModel, TrainError> {
+pub fn load(dir: &Path, device: &Device) -> Result<LoadedModel, InferError> {
     let run = read_run_config(dir)?;
-    let data = s2s_data::read_data_toml(dir).map_err(|e| TrainError::Config(e.to_string()))?;
-    let tok = |name: &str, want: usize| -> Result<TextTokenizer, TrainError> {
+    let data = s2s_data::read_data_toml(dir).map_err(|e| InferError::Config(e.to_string()))?;
+    let tok = |name: &str, want: usize| -> Result<TextTokenizer, InferError> {
         let path = dir.join(name);
-        let t = TextTokenizer::from_file(&path).map_err(|e| TrainError::Config(e.to_string()))?;
+        let t = TextTokenizer::from_file(&path).map_err(|e| InferError::Config(e.to_string()))?;
         if t.vocab_size() != want {
-            return Err(TrainError::Config(format!(
+            return Err(InferError::Config(format!(
                 "{} has {} tokens but {CONFIG} says the model's vocabulary has {want}: the tokenizer does not belong to this model; copy the one it was trained with",
                 path.display(),
                 t.vocab_size()
@@ -114,13 +157,13 @@ pub fn load(dir: &Path, device: &Device) -> Result<LoadedModel, TrainError> {
     let tgt_tokenizer = tok(TGT_TOKENIZER, run.tgt_vocab)?;
     let best = dir.join(BEST);
     if !best.exists() {
-        return Err(TrainError::Config(format!(
+        return Err(InferError::Config(format!(
             "{} has no {BEST} yet: training has not reached its first validation",
             dir.display()
         )));
     }
     let model = Seq2SeqModel::for_loading(&run.model, run.src_vocab, run.tgt_vocab, device)
-        .map_err(TrainError::Config)?;
+        .map_err(InferError::Config)?;
     let model = s2s_models::io::load_weights(model, &best)?;
     Ok(LoadedModel {
         run,
@@ -130,4 +173,116 @@ pub fn load(dir: &Path, device: &Device) -> Result<LoadedModel, TrainError> {
         tgt_tokenizer,
         device: device.clone(),
     })
+}
+
+/// Exclusive use of a MODEL_DIR by one writer (`s2s train`, `s2s average`), released when
+/// dropped or when the process ends, however it ends (an OS file lock on `MODEL_DIR/.lock`, not
+/// the file's existence, so a killed trainer never locks the directory out).
+#[derive(Debug)]
+pub struct ModelDirLock {
+    _file: std::fs::File,
+}
+
+/// Takes the lock of `dir` (which must exist), or says which process holds it.
+pub fn lock(dir: &Path) -> Result<ModelDirLock, InferError> {
+    let path = dir.join(LOCK);
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&path)
+        .map_err(|e| InferError::io(&path, e))?;
+    match file.try_lock() {
+        Ok(()) => {}
+        Err(std::fs::TryLockError::WouldBlock) => {
+            let holder = std::fs::read_to_string(&path)
+                .ok()
+                .map(|s| s.trim().to_owned())
+                .filter(|s| !s.is_empty())
+                .map(|pid| format!(" (pid {pid})"))
+                .unwrap_or_default();
+            return Err(InferError::Locked {
+                dir: dir.display().to_string(),
+                holder,
+            });
+        }
+        Err(std::fs::TryLockError::Error(e)) => return Err(InferError::io(&path, e)),
+    }
+    // The holder's pid, for the message another process gets; the lock is what counts.
+    file.set_len(0).map_err(|e| InferError::io(&path, e))?;
+    write!(file, "{}", std::process::id()).map_err(|e| InferError::io(&path, e))?;
+    Ok(ModelDirLock { _file: file })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run_config(arch: &str) -> RunConfig {
+        let (arch, model, train) = crate::config::resolve(Some(arch), None).unwrap();
+        RunConfig {
+            arch,
+            src_vocab: 20,
+            tgt_vocab: 20,
+            model,
+            train,
+        }
+    }
+
+    type Edit = fn(String) -> String;
+
+    /// Writes `run` as config.toml with `edit` applied to its text, and reads it back.
+    fn read_edited(run: &RunConfig, edit: impl Fn(String) -> String) -> Result<RunConfig, String> {
+        let dir = tempfile::tempdir().unwrap();
+        let text = edit(toml::to_string(run).unwrap());
+        std::fs::write(dir.path().join(CONFIG), text).unwrap();
+        read_run_config(dir.path()).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn a_hand_edited_config_is_refused_with_the_file_and_the_field_named() {
+        for arch in ["transformer-tiny", "rnnsearch-tiny", "convs2s-tiny"] {
+            let run = run_config(arch);
+            assert_eq!(read_edited(&run, |t| t).unwrap(), run, "{arch} round trip");
+        }
+        let run = run_config("transformer-tiny");
+        let cases: [(&str, Edit); 6] = [
+            ("heads", |t| t.replace("heads = 2", "heads = 3")),
+            ("lr", |t| t.replace("lr = 0.001", "lr = nan")),
+            ("bleu_tokenize", |t| t.replace("\"13a\"", "\"klingon\"")),
+            ("tgt_vocab", |t| {
+                t.replace("tgt_vocab = 20", "tgt_vocab = 2")
+            }),
+            ("label_smoothing", |t| {
+                t.replace("label_smoothing = 0.1", "label_smoothing = 1.5")
+            }),
+            ("max_tokens", |t| {
+                t.replace("max_tokens = 4096", "max_tokens = 0")
+            }),
+        ];
+        for (field, edit) in cases {
+            let edited = edit(toml::to_string(&run).unwrap());
+            assert_ne!(
+                edited,
+                toml::to_string(&run).unwrap(),
+                "{field}: the edit applies"
+            );
+            let e = read_edited(&run, edit).unwrap_err();
+            assert!(e.contains(CONFIG) && e.contains(field), "{field}: {e}");
+        }
+        let e = read_edited(&run, |t| t + "\nbogus = 1\n").unwrap_err();
+        assert!(e.contains("bogus"), "{e}");
+    }
+
+    #[test]
+    fn a_second_lock_is_refused_until_the_first_is_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = lock(dir.path()).unwrap();
+        let e = lock(dir.path()).unwrap_err().to_string();
+        assert!(e.contains("in use by another s2s process"), "{e}");
+        assert!(e.contains(&format!("pid {}", std::process::id())), "{e}");
+        drop(first);
+        lock(dir.path()).expect("free again once dropped");
+    }
 }

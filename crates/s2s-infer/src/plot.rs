@@ -4,14 +4,13 @@
 //! plotters' SVG backend writes text as `<text>` elements, so no font files are needed. (Its
 //! bitmap backend would need a font to draw text, which is why there is no PNG output.)
 
-use crate::engine::{arch_name, attention_columns, eos_token};
+use crate::Translation;
+use crate::metrics::MetricsRecord;
+use crate::model_dir::METRICS;
 use anyhow::{Context, Result, bail};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
-use s2s_search::Hypothesis;
-use s2s_train::metrics::MetricsRecord;
-use s2s_train::model_dir::LoadedModel;
 use std::path::{Path, PathBuf};
 
 fn plot_err<E: std::fmt::Display>(e: E) -> anyhow::Error {
@@ -156,37 +155,27 @@ pub fn numbered_path(path: &Path, index: usize, count: usize) -> PathBuf {
     path.with_file_name(name)
 }
 
-/// Writes the attention heatmap of the best hypothesis of every sentence (see [`numbered_path`]
-/// for the file names) and returns the paths written. Fails if the model returned no attention.
+/// Writes the attention heatmap of the best hypothesis of every translation (see
+/// [`numbered_path`] for the file names) and returns the paths written. Fails if the model
+/// returned no attention; `arch` names the model in that message.
 pub fn write_attention_plots(
     path: &Path,
-    loaded: &LoadedModel,
-    lines: &[String],
-    sources: &[Vec<u32>],
-    results: &[Vec<Hypothesis>],
+    translations: &[Translation],
+    arch: &str,
 ) -> Result<Vec<PathBuf>> {
-    let eos = eos_token(loaded);
     let mut written = Vec::new();
-    for (i, ((line, src), hyps)) in lines.iter().zip(sources).zip(results).enumerate() {
-        let Some(best) = hyps.first() else { continue };
-        let Some(weights) = &best.attention else {
+    for (i, t) in translations.iter().enumerate() {
+        let Some(best) = t.hyps.first() else { continue };
+        let Some(att) = &best.attention else {
             bail!(
-                "the model ({}) returned no attention, so there is nothing to plot; \
-                 --attention-plot needs an attentional architecture such as rnnsearch or luong",
-                arch_name(loaded)
+                "the model ({arch}) returned no attention, so there is nothing to plot; \
+                 --attention-plot needs an attentional architecture such as rnnsearch or luong"
             );
         };
-        let src_tokens = attention_columns(&loaded.src_tokenizer.tokens(src), &eos, weights);
-        let tgt_tokens: Vec<String> = loaded
-            .tgt_tokenizer
-            .tokens(&best.tokens)
-            .into_iter()
-            .chain([eos.clone()])
-            .collect();
-        let title = truncate(line, 80);
-        let svg = attention_svg(&src_tokens, &tgt_tokens, weights, &title)
+        let title = truncate(&t.src, 80);
+        let svg = attention_svg(&att.src, &att.tgt, &att.mean, &title)
             .with_context(|| format!("sentence {}", i + 1))?;
-        let out = numbered_path(path, i, lines.len());
+        let out = numbered_path(path, i, translations.len());
         s2s_data::atomic_write(&out, svg.as_bytes())
             .with_context(|| format!("cannot write {}", out.display()))?;
         written.push(out);
@@ -388,7 +377,7 @@ pub fn curves_svg(records: &[MetricsRecord], title: &str) -> Result<String> {
 /// into `out_dir`, and `curves.svg` (validation BLEU and loss against minutes, in one figure
 /// titled with the model directory's name); returns the paths written.
 pub fn write_training_plots(model_dir: &Path, out_dir: &Path) -> Result<Vec<PathBuf>> {
-    let path = model_dir.join("metrics.jsonl");
+    let path = model_dir.join(METRICS);
     if !path.exists() {
         bail!(
             "{} not found: is {} a MODEL_DIR written by `s2s train`?",
@@ -396,7 +385,7 @@ pub fn write_training_plots(model_dir: &Path, out_dir: &Path) -> Result<Vec<Path
             model_dir.display()
         );
     }
-    let records = s2s_train::metrics::read(&path)?;
+    let records = crate::metrics::read(&path)?;
     let figs = training_svgs(&records).with_context(|| path.display().to_string())?;
     std::fs::create_dir_all(out_dir)
         .with_context(|| format!("cannot create {}", out_dir.display()))?;

@@ -12,7 +12,9 @@
 //! row and column labels and the weights averaged over layers and heads. A later version may add
 //! per-layer data beside `mean` without changing it.
 
-use s2s_search::{LenRatio, LengthPenalty, SearchConfig, Strategy};
+use s2s_infer::defaults;
+pub use s2s_infer::{Attention, Hyp, Translation};
+use s2s_search::{LengthPenalty, SearchConfig, Strategy};
 use serde::{Deserialize, Serialize};
 
 /// The body of `POST /v1/translate`.
@@ -88,9 +90,9 @@ pub struct SearchOptions {
 impl Default for SearchOptions {
     fn default() -> Self {
         SearchOptions {
-            beam: 5,
-            alpha: 0.75,
-            nbest: 1,
+            beam: defaults::BEAM,
+            alpha: defaults::ALPHA,
+            nbest: defaults::NBEST,
             attention: false,
         }
     }
@@ -109,21 +111,14 @@ impl SearchOptions {
     }
 
     /// The search the server runs for these options: beam search with the length penalty
-    /// `logprob / L^alpha` and the output length limits of `s2s translate` (`--max-len 200`,
-    /// `--max-len-ratio 2` plus 10 tokens), so the API and the CLI translate alike.
+    /// `logprob / L^alpha` and the output length limits of `s2s translate`
+    /// ([`s2s_infer::defaults`]), so the API and the CLI translate alike.
     pub fn to_config(&self) -> SearchConfig {
         SearchConfig {
-            strategy: Strategy::Beam { k: self.beam },
             nbest: self.nbest,
             length_penalty: LengthPenalty::Alpha(self.alpha),
-            max_len: 200,
-            max_len_ratio: Some(LenRatio {
-                ratio: 2.0,
-                offset: 10,
-            }),
-            special: s2s_train::trainer::special_tokens(),
             return_attention: self.attention,
-            ..SearchConfig::default()
+            ..defaults::search(Strategy::Beam { k: self.beam })
         }
     }
 }
@@ -233,42 +228,6 @@ impl TranslateRequest {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TranslateResponse {
     pub translations: Vec<Translation>,
-}
-
-/// One source sentence and its n-best, best first.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Translation {
-    pub src: String,
-    /// The source tokens as the model saw them (after cleaning), without `<eos>`.
-    pub src_tokens: Vec<String>,
-    pub hyps: Vec<Hyp>,
-}
-
-/// One hypothesis.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Hyp {
-    pub text: String,
-    /// The length-normalised log-probability that the search ranked by.
-    pub score: f32,
-    /// The raw sum of token log-probabilities, `<eos>` included.
-    pub logprob: f32,
-    /// Output tokens, without `<eos>`.
-    pub tokens: Vec<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub attention: Option<Attention>,
-}
-
-/// Attention of one hypothesis over its source.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Attention {
-    /// Column labels: the source tokens, followed by `<eos>` when the weights cover it.
-    pub src: Vec<String>,
-    /// Row labels: the output tokens followed by `<eos>`.
-    pub tgt: Vec<String>,
-    /// `tgt.len()` rows of `src.len()` weights, averaged over layers and heads (a recurrent
-    /// model has one attention). A row sums to 1 over the source and its `<eos>` (so to at most
-    /// 1 when `<eos>` is not a column).
-    pub mean: Vec<Vec<f32>>,
 }
 
 #[cfg(test)]

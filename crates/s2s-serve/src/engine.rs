@@ -1,17 +1,15 @@
 //! The model worker and dynamic batching.
 //!
-//! One std thread owns the [`LoadedModel`] (burn modules need not be `Sync`) and is fed through a
+//! One std thread owns the [`Translator`] (burn modules need not be `Sync`) and is fed through a
 //! bounded channel of [`Job`]s; each HTTP handler awaits its job's oneshot reply. The worker
 //! blocks for a first job, then keeps collecting for at most `max_wait` or until `max_batch`
 //! sentences are pending. It drops jobs whose client already gave up, encodes the sentences,
 //! groups the jobs by [`SearchOptions`] (in arrival order) and decodes each group with one
-//! [`translate_all`] call in batches of at most `max_batch` sentences. Search is batch-invariant,
+//! [`Translator::search`] call in batches of at most `max_batch` sentences. Search is batch-invariant,
 //! so a sentence gets the same result alone or batched with others.
 
-use crate::api::{ApiError, Attention, Hyp, SearchOptions, Translation};
-use s2s_models::decoder::translate_all;
-use s2s_search::Hypothesis;
-use s2s_train::model_dir::LoadedModel;
+use crate::api::{ApiError, SearchOptions, Translation};
+use s2s_infer::Translator;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -141,26 +139,27 @@ impl Engine {
         let thread = std::thread::Builder::new()
             .name("s2s-model".into())
             .spawn(move || {
-                let loaded = s2s_models::backend::parse_device(&device_name)
+                let translator = s2s_models::backend::parse_device(&device_name)
                     .map_err(anyhow::Error::msg)
-                    .and_then(|d| Ok(s2s_train::model_dir::load(&dir, &d)?));
-                let loaded = match loaded {
-                    Ok(l) => l,
+                    .and_then(|d| Ok(Translator::load(&dir, &d)?));
+                let translator = match translator {
+                    Ok(t) => t,
                     Err(e) => {
                         let _ = ready_tx.send(Err(e));
                         return;
                     }
                 };
+                let run = &translator.loaded().run;
                 let info = ModelInfo {
                     dir: dir.display().to_string(),
-                    arch: arch_name(&loaded),
-                    src_vocab: loaded.run.src_vocab,
-                    tgt_vocab: loaded.run.tgt_vocab,
-                    params: burn::module::Module::num_params(&loaded.model),
+                    arch: translator.arch_name(),
+                    src_vocab: run.src_vocab,
+                    tgt_vocab: run.tgt_vocab,
+                    params: translator.parameters(),
                     device: device_name,
                 };
                 let _ = ready_tx.send(Ok(info));
-                worker_loop(&loaded, &rx, &cfg, &worker_stats);
+                worker_loop(&translator, &rx, &cfg, &worker_stats);
             })?;
         let info = ready_rx
             .recv()
@@ -204,7 +203,7 @@ impl Engine {
     }
 }
 
-fn worker_loop(loaded: &LoadedModel, rx: &Receiver<Job>, cfg: &EngineConfig, stats: &Stats) {
+fn worker_loop(translator: &Translator, rx: &Receiver<Job>, cfg: &EngineConfig, stats: &Stats) {
     while let Ok(first) = rx.recv() {
         stats.queued.fetch_sub(1, Ordering::Relaxed);
         let mut pending = first.texts.len();
@@ -221,7 +220,7 @@ fn worker_loop(loaded: &LoadedModel, rx: &Receiver<Job>, cfg: &EngineConfig, sta
                 Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => break,
             }
         }
-        run_jobs(loaded, jobs, cfg, stats);
+        run_jobs(translator, jobs, cfg, stats);
     }
 }
 
@@ -230,14 +229,14 @@ struct Prepared {
     sources: Vec<Vec<u32>>,
 }
 
-fn run_jobs(loaded: &LoadedModel, jobs: Vec<Job>, cfg: &EngineConfig, stats: &Stats) {
+fn run_jobs(translator: &Translator, jobs: Vec<Job>, cfg: &EngineConfig, stats: &Stats) {
     // Group by options, in arrival order; skip clients that already gave up (timeouts).
     let mut groups: Vec<(SearchOptions, Vec<Prepared>)> = Vec::new();
     for job in jobs {
         if job.reply.is_closed() {
             continue;
         }
-        let sources: Vec<Vec<u32>> = job.texts.iter().map(|t| loaded.encode_source(t)).collect();
+        let sources: Vec<Vec<u32>> = job.texts.iter().map(|t| translator.encode(t)).collect();
         if let Some((i, s)) = sources
             .iter()
             .enumerate()
@@ -275,14 +274,7 @@ fn run_jobs(loaded: &LoadedModel, jobs: Vec<Job>, cfg: &EngineConfig, stats: &St
             .max_group_requests
             .fetch_max(group.len() as u64, Ordering::Relaxed);
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            translate_all(
-                &loaded.model,
-                &loaded.device,
-                loaded.run.tgt_vocab,
-                &sources,
-                &opts.to_config(),
-                cfg.max_batch,
-            )
+            translator.search(&sources, &opts.to_config(), cfg.max_batch)
         }));
         let mut results = match result {
             Ok(Ok(r)) => r.into_iter(),
@@ -306,7 +298,7 @@ fn run_jobs(loaded: &LoadedModel, jobs: Vec<Job>, cfg: &EngineConfig, stats: &St
                 .zip(&p.sources)
                 .map(|(text, src)| {
                     let hyps = results.next().unwrap_or_default();
-                    translation(loaded, text, src, &hyps)
+                    translator.describe(text, src, &hyps)
                 })
                 .collect();
             let _ = p.job.reply.send(Ok(translations));
@@ -317,66 +309,5 @@ fn run_jobs(loaded: &LoadedModel, jobs: Vec<Job>, cfg: &EngineConfig, stats: &St
 fn reply_all(group: Vec<Prepared>, err: ApiError) {
     for p in group {
         let _ = p.job.reply.send(Err(err.clone()));
-    }
-}
-
-/// The model's preset name, or "custom" for a model configured from scratch.
-pub fn arch_name(loaded: &LoadedModel) -> String {
-    loaded.run.arch.clone().unwrap_or_else(|| "custom".into())
-}
-
-/// The display name of `<eos>`.
-pub fn eos_token(loaded: &LoadedModel) -> String {
-    loaded
-        .src_tokenizer
-        .tokens(&[s2s_data::EOS])
-        .pop()
-        .unwrap_or_default()
-}
-
-/// The column labels of an attention matrix: the source tokens, then `<eos>` if the rows cover
-/// it (a model attends over the source and its trailing `<eos>`; a search may trim rows to the
-/// source tokens alone).
-pub fn attention_columns(src_tokens: &[String], eos: &str, rows: &[Vec<f32>]) -> Vec<String> {
-    let width = rows.first().map_or(src_tokens.len() + 1, Vec::len);
-    src_tokens
-        .iter()
-        .cloned()
-        .chain([eos.to_owned()])
-        .take(width)
-        .collect()
-}
-
-/// The API form of one source sentence's results.
-pub fn translation(
-    loaded: &LoadedModel,
-    text: &str,
-    src: &[u32],
-    hyps: &[Hypothesis],
-) -> Translation {
-    let src_tokens = loaded.src_tokenizer.tokens(src);
-    let eos = eos_token(loaded);
-    let hyps = hyps
-        .iter()
-        .map(|h| {
-            let tokens = loaded.tgt_tokenizer.tokens(&h.tokens);
-            let attention = h.attention.as_ref().map(|rows| Attention {
-                src: attention_columns(&src_tokens, &eos, rows),
-                tgt: tokens.iter().cloned().chain([eos.clone()]).collect(),
-                mean: rows.clone(),
-            });
-            Hyp {
-                text: loaded.tgt_tokenizer.decode(&h.tokens),
-                score: h.score,
-                logprob: h.logprob,
-                tokens,
-                attention,
-            }
-        })
-        .collect();
-    Translation {
-        src: text.to_owned(),
-        src_tokens,
-        hyps,
     }
 }

@@ -1,11 +1,10 @@
-//! `s2s serve`: an HTTP API and a web page for a trained model, with dynamic batching; and the
-//! pictures of `s2s translate --attention-plot` and `s2s plot`.
+//! `s2s serve`: an HTTP API and a web page for a trained model, with dynamic batching. The model
+//! itself is reached through `s2s-infer`'s translator.
 //!
 //! - [`api`]: the JSON shapes and request validation;
 //! - [`engine`]: the model worker thread and dynamic batching;
 //! - [`server`]: routes, JSON errors, limits, logging, graceful shutdown;
-//! - [`page`]: the embedded web page;
-//! - [`plot`]: SVG heatmaps and training curves (plotters).
+//! - [`page`]: the embedded web page.
 //!
 //! # HTTP
 //! | route | |
@@ -22,7 +21,6 @@
 pub mod api;
 pub mod engine;
 pub mod page;
-pub mod plot;
 pub mod server;
 
 pub use api::{Limits, SearchOptions, TranslateRequest, TranslateResponse};

@@ -9,9 +9,11 @@
 
 use crate::TrainError;
 use crate::checkpoint::{self, WEIGHTS};
-use crate::model_dir::{self, BEST, CONFIG, DATA_TOML, MODEL_JSON, SRC_TOKENIZER, TGT_TOKENIZER};
 use burn::store::{ModuleSnapshot, bridge};
 use burn::tensor::{DType, Device, Shape, TensorData};
+use s2s_infer::model_dir::{
+    self, BEST, CONFIG, DATA_TOML, MODEL_JSON, SRC_TOKENIZER, TGT_TOKENIZER,
+};
 use s2s_models::Seq2SeqModel;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -182,6 +184,7 @@ pub fn average_checkpoints(
     }
 
     std::fs::create_dir_all(out).map_err(|e| TrainError::io(out, e))?;
+    let _lock = model_dir::lock(out)?;
     for name in [CONFIG, DATA_TOML, SRC_TOKENIZER, TGT_TOKENIZER, MODEL_JSON] {
         let from = model_dir.join(name);
         if name == MODEL_JSON && !from.exists() {

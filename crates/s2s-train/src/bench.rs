@@ -2,13 +2,14 @@
 //! decoding of a synthetic batch, for the three model types. The shapes are those of the bake-off
 //! that `bench/reference.py` measures in PyTorch, so the two can be compared side by side.
 
-use crate::config::TrainConfig;
 use crate::data_parallel::batch_gradients;
-use crate::trainer::{make_optimizer, special_tokens};
+use crate::trainer::make_optimizer;
 use burn::module::Module;
 use burn::optim::lr_scheduler::module_lr_scheduler::ModuleLearningRate;
 use burn::tensor::Device;
 use s2s_data::Batch;
+use s2s_infer::config::TrainConfig;
+use s2s_infer::defaults::special_tokens;
 use s2s_models::{ModelConfig, Seq2SeqModel, preset};
 use s2s_search::{LengthPenalty, SearchConfig, Strategy};
 use serde::{Deserialize, Serialize};

@@ -38,7 +38,6 @@
 //! (`RAYON_NUM_THREADS`), so an exact resume needs the same number.
 
 use crate::TrainError;
-use crate::config::TrainConfig;
 use crate::loss::{LossOutput, projected_label_smoothed_nll};
 use crate::schedule::teacher_forcing_ratio;
 use crate::trainer::{int_tensor, mix};
@@ -49,6 +48,7 @@ use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use rand_chacha::rand_core::SeedableRng;
 use s2s_data::{Batch, EncodedSplit};
+use s2s_infer::config::TrainConfig;
 use s2s_models::{PaddedIds, Seq2SeqModel};
 use std::sync::Mutex;
 

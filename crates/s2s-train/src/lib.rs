@@ -16,16 +16,12 @@
 pub mod average;
 pub mod bench;
 pub mod checkpoint;
-pub mod config;
 pub mod data_parallel;
 pub mod loss;
-pub mod metrics;
-pub mod model_dir;
 pub mod schedule;
 pub mod trainer;
 
 pub use burn::train::Interrupter;
-pub use config::{RunConfig, TrainConfig};
 pub use trainer::{Corpus, StopReason, TrainOptions, TrainOutcome, train, train_on};
 
 use std::path::Path;
@@ -55,6 +51,9 @@ pub enum TrainError {
     DivergedValidation(usize, f64),
     #[error("{0}")]
     Config(String),
+    /// Reading or writing MODEL_DIR (config, metrics, best weights, the lock).
+    #[error(transparent)]
+    ModelDir(#[from] s2s_infer::InferError),
 }
 
 /// What to do about an I/O error, for the ones with an obvious remedy.

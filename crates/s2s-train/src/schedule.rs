@@ -1,7 +1,7 @@
 //! Learning-rate and teacher-forcing schedules. Both are pure functions of the step, so a resumed
 //! run continues them exactly without saving any schedule state beyond the step.
 
-use crate::config::{LrSchedule, TeacherForcingSchedule, TrainConfig};
+use s2s_infer::config::{LrSchedule, TeacherForcingSchedule, TrainConfig};
 
 /// The learning rate for optimiser step `step` (1-based).
 pub fn learning_rate(cfg: &TrainConfig, step: usize) -> f64 {

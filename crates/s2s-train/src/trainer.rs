@@ -3,10 +3,8 @@
 
 use crate::TrainError;
 use crate::checkpoint::{self, OPTIMIZER, STATE, TrainerState, WEIGHTS};
-use crate::config::{BestBy, OptimizerKind, RunConfig};
 use crate::data_parallel::{Pending, batch_gradients, forward_backward};
 use crate::loss::label_smoothed_nll;
-use crate::metrics::{self, MetricsRecord};
 use crate::schedule::{learning_rate, teacher_forcing_ratio};
 use burn::grad_clipping::GradientClippingConfig;
 use burn::module::{Module, ModuleVisitor, Param};
@@ -17,8 +15,10 @@ use burn::train::Interrupter;
 use indicatif::{ProgressBar, ProgressStyle};
 use s2s_data::{BatchConfig, EncodedSplit, TextTokenizer, epoch_batches, sorted_batches};
 use s2s_eval::{BleuConfig, corpus_bleu};
+use s2s_infer::config::{BestBy, OptimizerKind, RunConfig};
+use s2s_infer::metrics::{self, MetricsRecord};
 use s2s_models::{PaddedIds, Seq2SeqModel};
-use s2s_search::{SearchConfig, SpecialTokens, Strategy};
+use s2s_search::Strategy;
 use std::path::Path;
 use std::time::Instant;
 
@@ -54,16 +54,6 @@ pub struct TrainOutcome {
     pub last: Option<MetricsRecord>,
 }
 
-/// The special ids every s2s tokenizer uses.
-pub fn special_tokens() -> SpecialTokens {
-    SpecialTokens {
-        pad: s2s_data::PAD,
-        unk: s2s_data::UNK,
-        bos: s2s_data::BOS,
-        eos: s2s_data::EOS,
-    }
-}
-
 pub(crate) fn mix(a: u64, b: u64) -> u64 {
     let mut z = a ^ b.wrapping_mul(0x9E37_79B9_7F4A_7C15);
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -76,7 +66,7 @@ pub(crate) fn int_tensor(ids: &[u32], shape: [usize; 2], device: &Device) -> Ten
     Tensor::from_data(TensorData::new(v, shape), device)
 }
 
-pub fn make_optimizer(cfg: &crate::TrainConfig) -> ModuleOptimizer {
+pub fn make_optimizer(cfg: &s2s_infer::TrainConfig) -> ModuleOptimizer {
     let clip = (cfg.clip_norm > 0.0).then_some(GradientClippingConfig::Norm(cfg.clip_norm));
     match cfg.optimizer {
         OptimizerKind::Adam => AdamConfig::new()
@@ -152,17 +142,7 @@ fn validate(
     } else {
         cfg.valid_bleu_sentences.min(valid.len())
     };
-    let search = SearchConfig {
-        strategy: Strategy::Greedy,
-        nbest: 1,
-        max_len: 200,
-        max_len_ratio: Some(s2s_search::LenRatio {
-            ratio: 2.0,
-            offset: 10,
-        }),
-        special: special_tokens(),
-        ..SearchConfig::default()
-    };
+    let search = s2s_infer::defaults::search(Strategy::Greedy);
     let hyps = s2s_models::decoder::translate_all(
         model,
         device,
@@ -216,7 +196,7 @@ pub fn train_on(
     ad.seed(cfg.seed);
     let mut model = Seq2SeqModel::new(&run.model, run.src_vocab, run.tgt_vocab, &ad);
     let parameters = model.num_params();
-    crate::model_dir::write_model_info(model_dir, run, parameters)?;
+    s2s_infer::model_dir::write_model_info(model_dir, run, parameters)?;
     if opts.progress {
         eprintln!("model: {parameters} parameters");
     }

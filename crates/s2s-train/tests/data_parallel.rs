@@ -15,7 +15,7 @@ use s2s_models::backend::parse_devices;
 use s2s_train::data_parallel::{batch_loss, forward_backward, share_rows, split_over_cores};
 use s2s_train::trainer::make_optimizer;
 
-fn config(data: &s2s_data::DataDir, max_steps: usize) -> s2s_train::RunConfig {
+fn config(data: &s2s_data::DataDir, max_steps: usize) -> s2s_infer::RunConfig {
     // Dropout and scheduled sampling are on: each replica's random streams must be reproduced.
     let text = format!(
         "arch = \"rnnsearch-tiny\"\n[model]\ndropout = 0.3\n[train]\nmax_steps = {max_steps}\nmax_tokens = 600\nlr = 3e-3\nwarmup_steps = 5\nteacher_forcing = 0.5\nvalid_every = 4\nvalid_bleu_sentences = 20\npatience = 0\n"
@@ -123,7 +123,7 @@ fn two_devices_step_on_the_averaged_gradients() {
 }
 
 /// The first batch of the epoch (more than 16 rows, so that the trainer splits it).
-fn first_batch(data: &s2s_data::DataDir, run: &s2s_train::RunConfig) -> s2s_data::Batch {
+fn first_batch(data: &s2s_data::DataDir, run: &s2s_infer::RunConfig) -> s2s_data::Batch {
     let split = data.encode(&data.train);
     let bcfg = BatchConfig {
         max_tokens: run.train.max_tokens,
@@ -224,7 +224,7 @@ fn a_batch_split_over_the_cores_has_the_batch_gradient() {
 /// Where (epoch, batch in epoch) a two-device run is after `steps` steps: each step takes two
 /// batches, or the single last one of an odd epoch; the trainer moves to the next epoch as soon as
 /// one is used up.
-fn position(data: &s2s_data::DataDir, run: &s2s_train::RunConfig, steps: usize) -> (usize, usize) {
+fn position(data: &s2s_data::DataDir, run: &s2s_infer::RunConfig, steps: usize) -> (usize, usize) {
     let split = data.encode(&data.train);
     let bcfg = BatchConfig {
         max_tokens: run.train.max_tokens,
@@ -274,8 +274,8 @@ fn two_device_training_checkpoints_and_resumes_exactly() {
         (second.state.epoch, second.state.batch_in_epoch),
         (out.state.epoch, out.state.batch_in_epoch)
     );
-    let a = s2s_train::metrics::read(&straight.join("metrics.jsonl")).unwrap();
-    let b = s2s_train::metrics::read(&halves.join("metrics.jsonl")).unwrap();
+    let a = s2s_infer::metrics::read(&straight.join("metrics.jsonl")).unwrap();
+    let b = s2s_infer::metrics::read(&halves.join("metrics.jsonl")).unwrap();
     assert_eq!(a.len(), 3);
     assert_eq!(a.len(), b.len());
     for (x, y) in a.iter().zip(&b) {

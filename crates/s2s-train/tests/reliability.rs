@@ -22,7 +22,7 @@ fn hash_dir(dir: &Path) -> BTreeMap<String, String> {
         .collect()
 }
 
-fn config(data: &s2s_data::DataDir, max_steps: usize) -> s2s_train::RunConfig {
+fn config(data: &s2s_data::DataDir, max_steps: usize) -> s2s_infer::RunConfig {
     run_config(
         "rnnsearch-tiny",
         data,

@@ -11,7 +11,7 @@ use std::sync::Mutex;
 /// burn's random generator is process-wide, so tests that compare random streams run one at a time.
 static SERIAL: Mutex<()> = Mutex::new(());
 
-fn config(data: &s2s_data::DataDir, max_steps: usize) -> s2s_train::RunConfig {
+fn config(data: &s2s_data::DataDir, max_steps: usize) -> s2s_infer::RunConfig {
     let text = format!(
         "arch = \"rnnsearch-tiny\"\n[model]\ndropout = 0.3\n[train]\nmax_steps = {max_steps}\nmax_tokens = 600\nlr = 3e-3\nwarmup_steps = 5\nschedule = \"inverse-sqrt\"\nteacher_forcing = 0.5\nvalid_every = 10\nvalid_bleu_sentences = 20\npatience = 0\n"
     );
@@ -35,8 +35,8 @@ fn resuming_halfway_gives_the_same_model_and_losses() {
     assert_eq!(second.state.epoch, out.state.epoch);
     assert_eq!(second.state.batch_in_epoch, out.state.batch_in_epoch);
 
-    let a = s2s_train::metrics::read(&straight.join("metrics.jsonl")).unwrap();
-    let b = s2s_train::metrics::read(&halves.join("metrics.jsonl")).unwrap();
+    let a = s2s_infer::metrics::read(&straight.join("metrics.jsonl")).unwrap();
+    let b = s2s_infer::metrics::read(&halves.join("metrics.jsonl")).unwrap();
     assert_eq!(a.len(), 4);
     assert_eq!(a.len(), b.len());
     for (x, y) in a.iter().zip(&b) {

@@ -73,8 +73,8 @@ fn resumes_exactly(arch: &str, model_toml: &str) {
     assert_eq!(train(&halves, &data, &config(10), false).state.step, 10);
     assert_eq!(train(&halves, &data, &config(20), true).state.step, 20);
 
-    let a = s2s_train::metrics::read(&straight.join("metrics.jsonl")).unwrap();
-    let b = s2s_train::metrics::read(&halves.join("metrics.jsonl")).unwrap();
+    let a = s2s_infer::metrics::read(&straight.join("metrics.jsonl")).unwrap();
+    let b = s2s_infer::metrics::read(&halves.join("metrics.jsonl")).unwrap();
     assert_eq!(a.len(), b.len());
     for (x, y) in a.iter().zip(&b) {
         assert_eq!(x.train_loss.to_bits(), y.train_loss.to_bits(), "{arch}");

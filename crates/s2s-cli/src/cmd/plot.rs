@@ -17,7 +17,7 @@ pub struct PlotArgs {
 
 pub fn run(args: PlotArgs) -> Result<()> {
     let out = args.out.unwrap_or_else(|| args.model.join("plots"));
-    for p in s2s_serve::plot::write_training_plots(&args.model, &out)? {
+    for p in s2s_infer::plot::write_training_plots(&args.model, &out)? {
         println!("{}", p.display());
     }
     Ok(())

@@ -1,4 +1,3 @@
-use super::translate::{SearchArgs, SearchKind};
 use anyhow::{Context, Result};
 use s2s_data::{CorpusSource, PrepareConfig};
 use std::path::PathBuf;
@@ -124,43 +123,18 @@ pub fn run(args: QuickstartArgs) -> Result<()> {
 
     eprintln!("[3/3] translating the test set");
     let device = s2s_models::backend::parse_device(&args.device).map_err(anyhow::Error::msg)?;
-    let loaded = s2s_train::model_dir::load(&model_dir, &device)?;
+    let translator = s2s_infer::Translator::load(&model_dir, &device)?;
     let data = s2s_data::load_data_dir(&data_dir)?;
     let test = data
         .test
         .as_ref()
         .context("the prepared corpus has no test split")?;
-    let search = SearchArgs {
-        search: SearchKind::Beam,
-        beam: 5,
-        alpha: 0.75,
-        length_penalty: super::translate::PenaltyKind::Alpha,
-        nbest: 1,
-        min_len: 0,
-        max_len: 200,
-        max_len_ratio: 2.0,
-        no_repeat_ngram: 0,
+    let search = s2s_search::SearchConfig {
         ban_unk: true,
-        temperature: 1.0,
-        top_k: 0,
-        top_p: 1.0,
-        seed: 1,
-    }
-    .to_config()?;
+        ..s2s_infer::defaults::beam()
+    };
     let translate = |lines: &[String]| -> Result<Vec<String>> {
-        let sources: Vec<Vec<u32>> = lines.iter().map(|l| loaded.encode_source(l)).collect();
-        let hyps = s2s_models::decoder::translate_all(
-            &loaded.model,
-            &device,
-            loaded.run.tgt_vocab,
-            &sources,
-            &search,
-            64,
-        )?;
-        Ok(hyps
-            .iter()
-            .map(|h| loaded.tgt_tokenizer.decode(&h[0].tokens))
-            .collect())
+        Ok(translator.translate_best(lines, &search, s2s_infer::defaults::BATCH_SIZE)?)
     };
     let hyps = translate(&test.src)?;
     let refs = [&test.tgt];

@@ -1,7 +1,8 @@
 use anyhow::{Context, Result, bail};
-use s2s_train::config::resolve;
-use s2s_train::model_dir::{self, CONFIG, DATA_TOML, SRC_TOKENIZER, TGT_TOKENIZER};
-use s2s_train::{Corpus, RunConfig, StopReason, TrainOptions};
+use s2s_infer::RunConfig;
+use s2s_infer::config::resolve;
+use s2s_infer::model_dir::{self, CONFIG};
+use s2s_train::{Corpus, StopReason, TrainOptions};
 use std::path::{Path, PathBuf};
 
 /// Train a model, with validation, checkpoints and early stopping.
@@ -53,11 +54,6 @@ pub struct TrainArgs {
     pub quiet: bool,
 }
 
-fn copy_into(from: &Path, to: &Path) -> Result<()> {
-    let bytes = std::fs::read(from).with_context(|| format!("cannot read {}", from.display()))?;
-    s2s_data::atomic_write(to, &bytes).with_context(|| format!("cannot write {}", to.display()))
-}
-
 /// A path as one shell word: quoted when it holds anything but safe characters.
 fn shell_word(p: &Path) -> String {
     let s = p.display().to_string();
@@ -92,6 +88,8 @@ pub fn run(args: TrainArgs) -> Result<()> {
     .map_err(anyhow::Error::msg)?;
     let data = s2s_data::load_data_dir(&args.data)?;
     let out = &args.out;
+    // Held until training ends (or the process does): a second trainer on `out` is refused.
+    let _lock;
     let run = if args.resume {
         if args.arch.is_some() || args.config.is_some() {
             bail!(
@@ -100,6 +98,7 @@ pub fn run(args: TrainArgs) -> Result<()> {
             );
         }
         let mut run = model_dir::read_run_config(out)?;
+        _lock = model_dir::lock(out)?;
         // Limits may be raised when resuming; nothing else changes.
         apply_limits(&mut run, &args);
         run
@@ -141,6 +140,16 @@ pub fn run(args: TrainArgs) -> Result<()> {
             .map_err(|e| {
                 anyhow::anyhow!("{e} (prepare the data with --joint to share embeddings)")
             })?;
+        run.validate().map_err(|e| {
+            anyhow::anyhow!(
+                "{}: {e}",
+                args.config
+                    .as_deref()
+                    .map_or("--arch".into(), |p| p.display().to_string())
+            )
+        })?;
+        std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
+        _lock = model_dir::lock(out)?;
         if args.force {
             // The old run's checkpoints must not be resumed with the new config.
             for name in [
@@ -161,19 +170,7 @@ pub fn run(args: TrainArgs) -> Result<()> {
                     .with_context(|| format!("--force: cannot remove {}", best.display()))?;
             }
         }
-        std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
-        let text = toml::to_string(&run)?;
-        s2s_data::atomic_write(out.join(CONFIG), text.as_bytes())
-            .with_context(|| format!("cannot write {}", out.join(CONFIG).display()))?;
-        copy_into(&args.data.join(DATA_TOML), &out.join(DATA_TOML))?;
-        copy_into(
-            &args.data.join(&data.meta.tokenizers.src.file),
-            &out.join(SRC_TOKENIZER),
-        )?;
-        copy_into(
-            &args.data.join(&data.meta.tokenizers.tgt.file),
-            &out.join(TGT_TOKENIZER),
-        )?;
+        model_dir::create(out, &run, &data)?;
         run
     };
     if run.src_vocab != data.src_tokenizer.vocab_size()

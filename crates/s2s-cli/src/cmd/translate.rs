@@ -1,5 +1,6 @@
 use anyhow::{Context, Result, bail};
-use s2s_search::{LenRatio, LengthPenalty, SearchConfig, Strategy};
+use s2s_infer::{Translator, defaults};
+use s2s_search::{LengthPenalty, SearchConfig, Strategy};
 use std::io::{Read, Write};
 use std::path::PathBuf;
 
@@ -27,23 +28,23 @@ pub struct SearchArgs {
     #[arg(long, value_enum, default_value = "beam")]
     pub search: SearchKind,
     /// Beam width.
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, default_value_t = defaults::BEAM)]
     pub beam: usize,
     /// Length-normalisation exponent.
-    #[arg(long, default_value_t = 0.75)]
+    #[arg(long, default_value_t = defaults::ALPHA)]
     pub alpha: f32,
     #[arg(long, value_enum, default_value = "alpha")]
     pub length_penalty: PenaltyKind,
     /// Hypotheses to output per sentence (<= --beam).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = defaults::NBEST)]
     pub nbest: usize,
     #[arg(long, default_value_t = 0)]
     pub min_len: usize,
     /// Absolute maximum output length in tokens.
-    #[arg(long, default_value_t = 200)]
+    #[arg(long, default_value_t = defaults::MAX_LEN)]
     pub max_len: usize,
     /// Maximum output length as a multiple of the source length (plus 10 tokens).
-    #[arg(long, default_value_t = 2.0)]
+    #[arg(long, default_value_t = defaults::MAX_LEN_RATIO)]
     pub max_len_ratio: f32,
     /// Never repeat an n-gram of this order (0 = off).
     #[arg(long, default_value_t = 0)]
@@ -86,7 +87,6 @@ impl SearchArgs {
             );
         }
         Ok(SearchConfig {
-            strategy,
             nbest: self.nbest,
             length_penalty: match self.length_penalty {
                 PenaltyKind::Alpha => LengthPenalty::Alpha(self.alpha),
@@ -95,14 +95,10 @@ impl SearchArgs {
             },
             min_len: self.min_len,
             max_len: self.max_len,
-            max_len_ratio: Some(LenRatio {
-                ratio: self.max_len_ratio,
-                offset: 10,
-            }),
+            max_len_ratio: Some(defaults::len_ratio(self.max_len_ratio)),
             no_repeat_ngram: self.no_repeat_ngram,
             ban_unk: self.ban_unk,
-            special: s2s_train::trainer::special_tokens(),
-            ..SearchConfig::default()
+            ..defaults::search(strategy)
         })
     }
 }
@@ -125,7 +121,7 @@ pub struct TranslateArgs {
     #[arg(long)]
     pub json: bool,
     /// Sentences decoded together.
-    #[arg(long, default_value_t = 64)]
+    #[arg(long, default_value_t = defaults::BATCH_SIZE)]
     pub batch_size: usize,
     #[arg(long, default_value = "cpu")]
     pub device: String,
@@ -140,7 +136,7 @@ pub fn run(args: TranslateArgs) -> Result<()> {
     let mut cfg = args.search.to_config()?;
     cfg.return_attention = args.attention_plot.is_some();
     let device = s2s_models::backend::parse_device(&args.device).map_err(anyhow::Error::msg)?;
-    let loaded = s2s_train::model_dir::load(&args.model, &device)?;
+    let translator = Translator::load(&args.model, &device)?;
     let (bytes, name) = match &args.input {
         Some(p) => (
             std::fs::read(p).with_context(|| format!("cannot read {}", p.display()))?,
@@ -155,57 +151,38 @@ pub fn run(args: TranslateArgs) -> Result<()> {
         }
     };
     let lines = s2s_data::io::split_lines(&bytes, &name)?;
-    let sources: Vec<Vec<u32>> = lines.iter().map(|l| loaded.encode_source(l)).collect();
-    let results = s2s_models::decoder::translate_all(
-        &loaded.model,
-        &device,
-        loaded.run.tgt_vocab,
-        &sources,
-        &cfg,
-        args.batch_size,
-    )?;
+    let translations = translator.translate(&lines, &cfg, args.batch_size)?;
+    // A file is written whole and atomically (no half-written output if decoding fails);
+    // stdout streams.
+    let mut buffer = Vec::new();
     let mut out: Box<dyn Write> = match &args.output {
-        Some(p) => Box::new(std::io::BufWriter::new(
-            std::fs::File::create(p).with_context(|| format!("cannot create {}", p.display()))?,
-        )),
+        Some(_) => Box::new(&mut buffer),
         None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
     };
-    for (line, hyps) in lines.iter().zip(&results) {
+    for t in &translations {
         if args.json {
-            let hyps: Vec<serde_json::Value> = hyps
-                .iter()
-                .map(|h| {
-                    serde_json::json!({
-                        "text": loaded.tgt_tokenizer.decode(&h.tokens),
-                        "score": h.score,
-                        "logprob": h.logprob,
-                        "tokens": loaded.tgt_tokenizer.tokens(&h.tokens),
-                    })
-                })
-                .collect();
-            writeln!(out, "{}", serde_json::json!({ "src": line, "hyps": hyps }))?;
+            writeln!(out, "{}", serde_json::to_string(t)?)?;
         } else if cfg.nbest > 1 {
-            for h in hyps {
-                writeln!(
-                    out,
-                    "{:.4}\t{}",
-                    h.score,
-                    loaded.tgt_tokenizer.decode(&h.tokens)
-                )?;
+            for h in &t.hyps {
+                writeln!(out, "{:.4}\t{}", h.score, h.text)?;
             }
         } else {
             writeln!(
                 out,
                 "{}",
-                hyps.first()
-                    .map(|h| loaded.tgt_tokenizer.decode(&h.tokens))
-                    .unwrap_or_default()
+                t.hyps.first().map(|h| h.text.as_str()).unwrap_or_default()
             )?;
         }
     }
     out.flush()?;
+    drop(out);
+    if let Some(p) = &args.output {
+        s2s_data::atomic_write(p, &buffer)
+            .with_context(|| format!("cannot write {}", p.display()))?;
+    }
     if let Some(path) = &args.attention_plot {
-        for p in s2s_serve::plot::write_attention_plots(path, &loaded, &lines, &sources, &results)?
+        for p in
+            s2s_infer::plot::write_attention_plots(path, &translations, &translator.arch_name())?
         {
             eprintln!("wrote {}", p.display());
         }

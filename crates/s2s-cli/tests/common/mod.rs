@@ -207,7 +207,8 @@ impl Running {
     }
 }
 
-/// sha256 of every file under `dir`, by relative path.
+/// sha256 of every file under `dir`, by relative path; MODEL_DIR's lock file (which only names
+/// the last process that held it) is left out.
 pub fn hash_dir(dir: &Path) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
     fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<String, String>) {
@@ -215,6 +216,11 @@ pub fn hash_dir(dir: &Path) -> BTreeMap<String, String> {
             let p = e.unwrap().path();
             if p.is_dir() {
                 walk(root, &p, out);
+            } else if p
+                .file_name()
+                .is_some_and(|n| n == s2s_infer::model_dir::LOCK)
+            {
+                continue;
             } else {
                 let rel = p.strip_prefix(root).unwrap().display().to_string();
                 out.insert(

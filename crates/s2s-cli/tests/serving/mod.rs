@@ -1,14 +1,16 @@
-//! Shared test helpers: a tiny model trained through the real pipeline (a digit-reversal corpus
-//! prepared with `s2s_data::prepare`, `rnnsearch-tiny` for 300 steps, written as a MODEL_DIR the
-//! way `s2s train` writes one), a server on a loopback port, and a small HTTP/1.1 client.
+//! Helpers for the tests of `s2s serve` and the plots: a tiny model trained through the real
+//! pipeline (a digit-reversal corpus prepared with `s2s_data::prepare`, `rnnsearch-tiny` for 300
+//! steps, written as a MODEL_DIR the way `s2s train` writes one), a server on a loopback port,
+//! and a small HTTP/1.1 client. They live beside the binary because they need the trainer, which
+//! `s2s-serve` itself does not depend on.
 #![allow(dead_code)]
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use s2s_data::{CorpusSource, PrepareConfig, TokenizerKind};
+use s2s_infer::RunConfig;
 use s2s_serve::{RequestLog, ServeConfig, Server};
-use s2s_train::model_dir::{DATA_TOML, SRC_TOKENIZER, TGT_TOKENIZER};
-use s2s_train::{Corpus, RunConfig, TrainOptions};
+use s2s_train::{Corpus, TrainOptions};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
@@ -65,7 +67,7 @@ pub fn train_reversal_model(root: &Path) -> PathBuf {
     let text = "arch = \"rnnsearch-tiny\"\n[train]\nmax_steps = 300\nmax_tokens = 1200\n\
                 max_sentences = 100\nlr = 5e-3\nwarmup_steps = 50\nlabel_smoothing = 0.0\n\
                 valid_every = 60\npatience = 0\n";
-    let (arch, model, train) = s2s_train::config::resolve(None, Some(("test", text))).unwrap();
+    let (arch, model, train) = s2s_infer::config::resolve(None, Some(("test", text))).unwrap();
     let run = RunConfig {
         arch,
         src_vocab: data.src_tokenizer.vocab_size(),
@@ -74,23 +76,7 @@ pub fn train_reversal_model(root: &Path) -> PathBuf {
         train,
     };
     let model_dir = root.join("model");
-    std::fs::create_dir_all(&model_dir).unwrap();
-    std::fs::write(
-        model_dir.join("config.toml"),
-        toml::to_string(&run).unwrap(),
-    )
-    .unwrap();
-    std::fs::copy(data_dir.join(DATA_TOML), model_dir.join(DATA_TOML)).unwrap();
-    std::fs::copy(
-        data_dir.join(&data.meta.tokenizers.src.file),
-        model_dir.join(SRC_TOKENIZER),
-    )
-    .unwrap();
-    std::fs::copy(
-        data_dir.join(&data.meta.tokenizers.tgt.file),
-        model_dir.join(TGT_TOKENIZER),
-    )
-    .unwrap();
+    s2s_infer::model_dir::create(&model_dir, &run, &data).unwrap();
     let train_split = data.encode(&data.train);
     let valid_split = data.encode(data.valid.as_ref().unwrap());
     let refs = data.valid.as_ref().unwrap().tgt.clone();

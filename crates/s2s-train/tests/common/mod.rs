@@ -5,8 +5,9 @@
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use s2s_data::{CorpusSource, DataDir, PrepareConfig, TokenizerKind};
-use s2s_train::config::resolve;
-use s2s_train::{Corpus, RunConfig, TrainOptions};
+use s2s_infer::RunConfig;
+use s2s_infer::config::resolve;
+use s2s_train::{Corpus, TrainOptions};
 use std::path::Path;
 
 /// Random digit strings of length `min..=max` and their reversals, as space-separated words.
@@ -153,7 +154,7 @@ pub fn exact_match(model_dir: &Path, data: &DataDir, run: &RunConfig) -> f64 {
         strategy: s2s_search::Strategy::Greedy,
         nbest: 1,
         max_len: 20,
-        special: s2s_train::trainer::special_tokens(),
+        special: s2s_infer::defaults::special_tokens(),
         ..Default::default()
     };
     let hyps =

@@ -1,0 +1,220 @@
+//! Text in, hypotheses out: the one path from a sentence to its translations that `s2s translate`,
+//! `s2s serve` and the trainer's validation share.
+//!
+//! ```text
+//! text -> clean (as the corpus was) -> source tokenizer -> ids
+//!      -> search over the model (s2s_models::decoder::translate_all: batches, cores, kernels)
+//!      -> ids -> target tokenizer -> text, tokens, scores, attention labelled with tokens
+//! ```
+
+use crate::InferError;
+use crate::model_dir::{self, LoadedModel};
+use burn::tensor::Device;
+use s2s_search::{Hypothesis, SearchConfig};
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+/// One source sentence and its n-best, best first. This is also the JSON of `s2s translate
+/// --json` (one object per line) and of `POST /v1/translate` (`{"translations": [...]}`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Translation {
+    pub src: String,
+    /// The source tokens as the model saw them (after cleaning), without `<eos>`.
+    pub src_tokens: Vec<String>,
+    pub hyps: Vec<Hyp>,
+}
+
+/// One hypothesis.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Hyp {
+    pub text: String,
+    /// The length-normalised log-probability that the search ranked by.
+    pub score: f32,
+    /// The raw sum of token log-probabilities, `<eos>` included.
+    pub logprob: f32,
+    /// Output tokens, without `<eos>`.
+    pub tokens: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attention: Option<Attention>,
+}
+
+/// Attention of one hypothesis over its source.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Attention {
+    /// Column labels: the source tokens, followed by `<eos>` when the weights cover it.
+    pub src: Vec<String>,
+    /// Row labels: the output tokens followed by `<eos>`.
+    pub tgt: Vec<String>,
+    /// `tgt.len()` rows of `src.len()` weights, averaged over layers and heads (a recurrent
+    /// model has one attention). A row sums to 1 over the source and its `<eos>` (so to at most
+    /// 1 when `<eos>` is not a column).
+    pub mean: Vec<Vec<f32>>,
+}
+
+/// A loaded model with its tokenizers, ready to translate.
+pub struct Translator {
+    loaded: LoadedModel,
+    eos: String,
+}
+
+impl Translator {
+    /// Loads the model in `dir` (see [`model_dir::load`]).
+    pub fn load(dir: &Path, device: &Device) -> Result<Self, InferError> {
+        Ok(Self::new(model_dir::load(dir, device)?))
+    }
+
+    pub fn new(loaded: LoadedModel) -> Self {
+        let eos = loaded
+            .src_tokenizer
+            .tokens(&[s2s_data::EOS])
+            .pop()
+            .unwrap_or_default();
+        Translator { loaded, eos }
+    }
+
+    /// The model, its config and tokenizers.
+    pub fn loaded(&self) -> &LoadedModel {
+        &self.loaded
+    }
+
+    /// The model's preset name, or "custom" for a model configured from scratch.
+    pub fn arch_name(&self) -> String {
+        self.loaded
+            .run
+            .arch
+            .clone()
+            .unwrap_or_else(|| "custom".into())
+    }
+
+    /// Trainable parameters (tied or shared weights counted once).
+    pub fn parameters(&self) -> usize {
+        burn::module::Module::num_params(&self.loaded.model)
+    }
+
+    /// Cleans and encodes a source sentence the way the training corpus was.
+    pub fn encode(&self, text: &str) -> Vec<u32> {
+        self.loaded.encode_source(text)
+    }
+
+    /// Target ids back to text.
+    pub fn decode(&self, tokens: &[u32]) -> String {
+        self.loaded.tgt_tokenizer.decode(tokens)
+    }
+
+    /// Searches every encoded source, `batch_size` sentences at a time; returns each sentence's
+    /// n-best, best first.
+    pub fn search(
+        &self,
+        sources: &[Vec<u32>],
+        cfg: &SearchConfig,
+        batch_size: usize,
+    ) -> Result<Vec<Vec<Hypothesis>>, InferError> {
+        let l = &self.loaded;
+        Ok(s2s_models::decoder::translate_all(
+            &l.model,
+            &l.device,
+            l.run.tgt_vocab,
+            sources,
+            cfg,
+            batch_size,
+        )?)
+    }
+
+    /// Translates every text: [`Translator::encode`], [`Translator::search`], then
+    /// [`Translator::describe`].
+    pub fn translate(
+        &self,
+        texts: &[String],
+        cfg: &SearchConfig,
+        batch_size: usize,
+    ) -> Result<Vec<Translation>, InferError> {
+        let sources: Vec<Vec<u32>> = texts.iter().map(|t| self.encode(t)).collect();
+        let results = self.search(&sources, cfg, batch_size)?;
+        Ok(texts
+            .iter()
+            .zip(&sources)
+            .zip(&results)
+            .map(|((text, src), hyps)| self.describe(text, src, hyps))
+            .collect())
+    }
+
+    /// The best hypothesis of each text, as text (empty when the search found none).
+    pub fn translate_best(
+        &self,
+        texts: &[String],
+        cfg: &SearchConfig,
+        batch_size: usize,
+    ) -> Result<Vec<String>, InferError> {
+        let sources: Vec<Vec<u32>> = texts.iter().map(|t| self.encode(t)).collect();
+        Ok(self
+            .search(&sources, cfg, batch_size)?
+            .iter()
+            .map(|h| {
+                h.first()
+                    .map(|h| self.decode(&h.tokens))
+                    .unwrap_or_default()
+            })
+            .collect())
+    }
+
+    /// One source sentence's hypotheses with their text, tokens and labelled attention.
+    pub fn describe(&self, text: &str, src: &[u32], hyps: &[Hypothesis]) -> Translation {
+        let tgt_tokenizer = &self.loaded.tgt_tokenizer;
+        let src_tokens = self.loaded.src_tokenizer.tokens(src);
+        let hyps = hyps
+            .iter()
+            .map(|h| {
+                let tokens = tgt_tokenizer.tokens(&h.tokens);
+                let attention = h.attention.as_ref().map(|rows| Attention {
+                    src: attention_columns(&src_tokens, &self.eos, rows),
+                    tgt: tokens.iter().cloned().chain([self.eos.clone()]).collect(),
+                    mean: rows.clone(),
+                });
+                Hyp {
+                    text: tgt_tokenizer.decode(&h.tokens),
+                    score: h.score,
+                    logprob: h.logprob,
+                    tokens,
+                    attention,
+                }
+            })
+            .collect();
+        Translation {
+            src: text.to_owned(),
+            src_tokens,
+            hyps,
+        }
+    }
+}
+
+/// The column labels of an attention matrix: the source tokens, then `<eos>` if the rows cover
+/// it (a model attends over the source and its trailing `<eos>`; a search may trim rows to the
+/// source tokens alone).
+pub fn attention_columns(src_tokens: &[String], eos: &str, rows: &[Vec<f32>]) -> Vec<String> {
+    let width = rows.first().map_or(src_tokens.len() + 1, Vec::len);
+    src_tokens
+        .iter()
+        .cloned()
+        .chain([eos.to_owned()])
+        .take(width)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn attention_columns_follow_the_rows_width() {
+        let src = vec!["a".to_owned(), "b".to_owned()];
+        assert_eq!(
+            attention_columns(&src, "<eos>", &[vec![0.5, 0.25, 0.25]]),
+            ["a", "b", "<eos>"]
+        );
+        assert_eq!(
+            attention_columns(&src, "<eos>", &[vec![0.5, 0.5]]),
+            ["a", "b"]
+        );
+        assert_eq!(attention_columns(&src, "<eos>", &[]), ["a", "b", "<eos>"]);
+    }
+}
