@@ -15,8 +15,9 @@ use burn::train::Interrupter;
 use indicatif::{ProgressBar, ProgressStyle};
 use s2s_data::{BatchConfig, EncodedSplit, TextTokenizer, epoch_batches, sorted_batches};
 use s2s_eval::{BleuConfig, corpus_bleu};
-use s2s_infer::config::{BestBy, OptimizerKind, RunConfig};
+use s2s_infer::config::{BestBy, OptimizerKind, RunConfig, TrainConfig};
 use s2s_infer::metrics::{self, MetricsRecord};
+use s2s_infer::model_dir::METRICS;
 use s2s_models::{PaddedIds, Seq2SeqModel};
 use s2s_search::Strategy;
 use std::path::Path;
@@ -66,7 +67,7 @@ pub(crate) fn int_tensor(ids: &[u32], shape: [usize; 2], device: &Device) -> Ten
     Tensor::from_data(TensorData::new(v, shape), device)
 }
 
-pub fn make_optimizer(cfg: &s2s_infer::TrainConfig) -> ModuleOptimizer {
+pub fn make_optimizer(cfg: &TrainConfig) -> ModuleOptimizer {
     let clip = (cfg.clip_norm > 0.0).then_some(GradientClippingConfig::Norm(cfg.clip_norm));
     match cfg.optimizer {
         OptimizerKind::Adam => AdamConfig::new()
@@ -190,288 +191,376 @@ pub fn train_on(
     devices: &[Device],
     opts: &TrainOptions,
 ) -> Result<TrainOutcome, TrainError> {
-    let device = &devices[0];
-    let cfg = &run.train;
-    let ad = device.clone().autodiff();
-    ad.seed(cfg.seed);
-    let mut model = Seq2SeqModel::new(&run.model, run.src_vocab, run.tgt_vocab, &ad);
-    let parameters = model.num_params();
-    s2s_infer::model_dir::write_model_info(model_dir, run, parameters)?;
-    if opts.progress {
-        eprintln!("model: {parameters} parameters");
+    let mut trainer = Trainer::start(model_dir, run, corpus, devices, opts)?;
+    let reason = loop {
+        if let Some(reason) = trainer.epoch()? {
+            break reason;
+        }
+    };
+    trainer.finish(reason)
+}
+
+/// One run in progress: the model, its optimiser, the counters an exact resume restores, and
+/// the validation history. Each method is one part of the loop; `train_on` strings them together.
+struct Trainer<'a> {
+    model_dir: &'a Path,
+    run: &'a RunConfig,
+    cfg: &'a TrainConfig,
+    corpus: &'a Corpus<'a>,
+    devices: &'a [Device],
+    opts: &'a TrainOptions,
+    /// `None` only while the optimiser step owns it.
+    model: Option<Seq2SeqModel>,
+    optim: ModuleOptimizer,
+    st: TrainerState,
+    records: Vec<MetricsRecord>,
+    lengths: Vec<(usize, usize)>,
+    bar: ProgressBar,
+    /// Training time of earlier runs (resumed), and when this one started.
+    elapsed_before: f64,
+    started: Instant,
+    since_valid: Instant,
+}
+
+impl<'a> Trainer<'a> {
+    /// Builds the model (drawing its weights from the run's seed) and either restores the
+    /// checkpoint (`opts.resume`) or starts a fresh history.
+    fn start(
+        model_dir: &'a Path,
+        run: &'a RunConfig,
+        corpus: &'a Corpus<'a>,
+        devices: &'a [Device],
+        opts: &'a TrainOptions,
+    ) -> Result<Self, TrainError> {
+        let cfg = &run.train;
+        let ad = devices[0].clone().autodiff();
+        ad.seed(cfg.seed);
+        let model = Seq2SeqModel::new(&run.model, run.src_vocab, run.tgt_vocab, &ad);
+        let parameters = model.num_params();
+        s2s_infer::model_dir::write_model_info(model_dir, run, parameters)?;
+        if opts.progress {
+            eprintln!("model: {parameters} parameters");
+        }
+        let bar = if opts.progress {
+            ProgressBar::new(0)
+        } else {
+            ProgressBar::hidden()
+        };
+        bar.set_style(
+            ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} {msg} (eta {eta})")
+                .expect("valid template")
+                .progress_chars("=> "),
+        );
+        let mut trainer = Trainer {
+            model_dir,
+            run,
+            cfg,
+            corpus,
+            devices,
+            opts,
+            model: Some(model),
+            optim: make_optimizer(cfg),
+            st: TrainerState::default(),
+            records: metrics::read(&model_dir.join(METRICS))?,
+            lengths: corpus.train.lengths(),
+            bar,
+            elapsed_before: 0.0,
+            started: Instant::now(),
+            since_valid: Instant::now(),
+        };
+        if opts.resume {
+            trainer.restore()?;
+        } else {
+            trainer.records.clear();
+            metrics::write(&model_dir.join(METRICS), &trainer.records)?;
+        }
+        trainer.elapsed_before = trainer.st.elapsed_sec;
+        trainer.started = Instant::now();
+        trainer.since_valid = Instant::now();
+        Ok(trainer)
     }
-    let mut optim = make_optimizer(cfg);
-    let mut st = TrainerState::default();
-    let metrics_path = model_dir.join("metrics.jsonl");
-    let mut records = metrics::read(&metrics_path)?;
-    if opts.resume {
-        let dir = checkpoint::locate(model_dir)?;
-        model = s2s_models::io::load_checkpoint(model, &dir.join(WEIGHTS))?;
+
+    /// Loads the newest intact checkpoint: weights, optimiser moments and counters.
+    fn restore(&mut self) -> Result<(), TrainError> {
+        let dir = checkpoint::locate(self.model_dir)?;
+        let model = self.model.take().expect("the model is in place");
+        self.model = Some(s2s_models::io::load_checkpoint(model, &dir.join(WEIGHTS))?);
         let opt_path = dir.join(OPTIMIZER);
         let bytes = std::fs::read(&opt_path).map_err(|e| TrainError::io(&opt_path, e))?;
         let record = OptimizerRecord::from_bytes(burn::tensor::Bytes::from_bytes_vec(bytes))
             .map_err(|e| TrainError::Corrupt(format!("{}: {e:?}", opt_path.display())))?;
-        optim = optim.load_record(record);
+        self.optim = make_optimizer(self.cfg).load_record(record);
         let state_path = dir.join(STATE);
         let text = std::fs::read(&state_path).map_err(|e| TrainError::io(&state_path, e))?;
-        st = serde_json::from_slice(&text)
+        self.st = serde_json::from_slice(&text)
             .map_err(|e| TrainError::Corrupt(format!("{}: {e}", state_path.display())))?;
         // Validations after the checkpoint will be redone identically.
-        records.retain(|r| r.step <= st.step);
-        metrics::write(&metrics_path, &records)?;
+        let step = self.st.step;
+        self.records.retain(|r| r.step <= step);
+        metrics::write(&self.model_dir.join(METRICS), &self.records)?;
         // A finished run continues when its limits were raised; otherwise the loop stops at once.
-        st.finished = false;
-    } else {
-        records.clear();
-        metrics::write(&metrics_path, &records)?;
+        self.st.finished = false;
+        Ok(())
     }
 
-    let lengths = corpus.train.lengths();
-    let bcfg = BatchConfig {
-        max_tokens: cfg.max_tokens,
-        max_sentences: cfg.max_sentences,
-    };
-    let bar = if opts.progress {
-        ProgressBar::new(0)
-    } else {
-        ProgressBar::hidden()
-    };
-    bar.set_style(
-        ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} {msg} (eta {eta})")
-            .expect("valid template")
-            .progress_chars("=> "),
-    );
-    let started = Instant::now();
-    let elapsed_before = st.elapsed_sec;
-    let elapsed = |st_start: f64| st_start + started.elapsed().as_secs_f64();
-    let mut since_valid = Instant::now();
+    fn model(&self) -> &Seq2SeqModel {
+        self.model.as_ref().expect("the model is in place")
+    }
 
-    let save_checkpoint = |model: &Seq2SeqModel,
-                           optim: &ModuleOptimizer,
-                           st: &TrainerState|
-     -> Result<(), TrainError> {
-        let weights = s2s_models::io::checkpoint_to_bytes(model)?;
-        let opt = optim
-            .to_record()
-            .into_bytes()
-            .map_err(|e| TrainError::Corrupt(format!("cannot serialise optimiser state: {e:?}")))?;
-        let state = serde_json::to_vec_pretty(st).expect("state serialises");
+    /// Training seconds over all runs, this one up to now.
+    fn elapsed(&self) -> f64 {
+        self.elapsed_before + self.started.elapsed().as_secs_f64()
+    }
+
+    /// Runs the rest of the current epoch; `Some` when training must stop.
+    fn epoch(&mut self) -> Result<Option<StopReason>, TrainError> {
+        let cfg = self.cfg;
+        if self.st.epoch >= cfg.max_epochs {
+            return Ok(Some(StopReason::MaxEpochs));
+        }
+        let batches = epoch_batches(
+            &self.lengths,
+            &self.batch_config(),
+            cfg.seed,
+            self.st.epoch as u64,
+        );
+        self.bar.set_length(batches.len() as u64);
+        self.bar.set_position(self.st.batch_in_epoch as u64);
+        self.bar.set_prefix(format!("epoch {}", self.st.epoch + 1));
+        while self.st.batch_in_epoch < batches.len() {
+            if let Some(stop) = self.limit_reached() {
+                return Ok(Some(stop));
+            }
+            if !self.step(&batches)? {
+                continue;
+            }
+            if cfg.valid_every > 0 && self.st.step.is_multiple_of(cfg.valid_every) {
+                if let Some(stop) = self.validate_and_checkpoint()? {
+                    return Ok(Some(stop));
+                }
+                self.since_valid = Instant::now();
+            } else if cfg.save_every > 0 && self.st.step.is_multiple_of(cfg.save_every) {
+                self.st.elapsed_sec = self.elapsed();
+                self.save_checkpoint()?;
+            }
+        }
+        self.st.epoch += 1;
+        self.st.batch_in_epoch = 0;
+        if cfg.valid_every == 0 {
+            if let Some(stop) = self.validate_and_checkpoint()? {
+                return Ok(Some(stop));
+            }
+            self.since_valid = Instant::now();
+        }
+        Ok(None)
+    }
+
+    fn batch_config(&self) -> BatchConfig {
+        BatchConfig {
+            max_tokens: self.cfg.max_tokens,
+            max_sentences: self.cfg.max_sentences,
+        }
+    }
+
+    /// A step, minute or interrupt limit that stops training before the next step.
+    fn limit_reached(&self) -> Option<StopReason> {
+        let cfg = self.cfg;
+        if cfg.max_steps > 0 && self.st.step >= cfg.max_steps {
+            Some(StopReason::MaxSteps)
+        } else if cfg.max_minutes > 0.0 && self.elapsed() >= cfg.max_minutes * 60.0 {
+            Some(StopReason::MaxMinutes)
+        } else if self.opts.interrupter.should_stop() {
+            Some(StopReason::Interrupted)
+        } else {
+            None
+        }
+    }
+
+    /// Takes the next batch (one per device) and, unless its loss or gradient norm is not
+    /// finite, one optimiser step; returns whether a step was taken.
+    fn step(&mut self, batches: &[Vec<usize>]) -> Result<bool, TrainError> {
+        let cfg = self.cfg;
+        let step_start = Instant::now();
+        // Several devices: one batch each, averaged gradients; one CPU: the batch's rows split
+        // over its cores (data_parallel.rs).
+        let (loss_value, tokens, pending) = if self.devices.len() > 1 {
+            let rest = &batches[self.st.batch_in_epoch..];
+            let p = forward_backward(
+                self.model(),
+                self.devices,
+                self.corpus.train,
+                rest,
+                cfg,
+                self.st.step,
+            )?;
+            self.st.batch_in_epoch += p.batches;
+            (p.loss, p.tokens, Pending::Grads(p.grads))
+        } else {
+            let b = self.corpus.train.batch(&batches[self.st.batch_in_epoch]);
+            self.st.batch_in_epoch += 1;
+            batch_gradients(self.model(), &self.devices[0], &b, cfg, self.st.step)
+        };
+        // A non-finite loss or gradient norm skips the step (no update, no optimiser state
+        // change); `max_bad_steps` of them in a row stop training with an error, leaving the
+        // last checkpoint (written before them) as it was.
+        let grads = if loss_value.is_finite() {
+            let grads = pending.grads(self.model());
+            let norm = grad_norm(self.model(), &grads);
+            norm.is_finite()
+                .then_some(grads)
+                .ok_or(("gradient norm", norm))
+        } else {
+            Err(("loss", loss_value))
+        };
+        let grads = match grads {
+            Ok(g) => g,
+            Err((what, value)) => {
+                let st = &mut self.st;
+                st.bad_steps += 1;
+                self.bar.suspend(|| {
+                    eprintln!(
+                        "warning: non-finite {what} ({value}) at step {}; the step is skipped ({} in a row, stopping at {})",
+                        st.step + 1,
+                        st.bad_steps,
+                        cfg.max_bad_steps.max(1)
+                    )
+                });
+                if st.bad_steps >= cfg.max_bad_steps.max(1) {
+                    return Err(TrainError::Diverged(st.bad_steps, st.step + 1));
+                }
+                return Ok(false);
+            }
+        };
+        let st = &mut self.st;
+        st.bad_steps = 0;
+        st.step += 1;
+        let lr = learning_rate(cfg, st.step);
+        let model = self.model.take().expect("the model is in place");
+        self.model = Some(self.optim.step(
+            burn::optim::lr_scheduler::module_lr_scheduler::ModuleLearningRate::from(lr),
+            model,
+            grads,
+        ));
+        st.loss_sum += loss_value * tokens as f64;
+        st.loss_tokens += tokens;
+        st.train_sec_since_valid += step_start.elapsed().as_secs_f64();
+        self.bar.set_position(st.batch_in_epoch as u64);
+        self.bar.set_message(format!(
+            "loss {:.3} | {:.0} tok/s | lr {:.2e}",
+            st.loss_sum / st.loss_tokens.max(1) as f64,
+            st.loss_tokens as f64 / self.since_valid.elapsed().as_secs_f64().max(1e-9),
+            lr
+        ));
+        Ok(true)
+    }
+
+    /// Writes the resumable checkpoint: weights, optimiser state and counters.
+    fn save_checkpoint(&self) -> Result<(), TrainError> {
+        let weights = s2s_models::io::checkpoint_to_bytes(self.model())?;
+        let opt =
+            self.optim.to_record().into_bytes().map_err(|e| {
+                TrainError::Corrupt(format!("cannot serialise optimiser state: {e:?}"))
+            })?;
+        let state = serde_json::to_vec_pretty(&self.st).expect("state serialises");
         checkpoint::save(
-            model_dir,
+            self.model_dir,
             &[
                 (WEIGHTS, weights),
                 (OPTIMIZER, opt.to_vec()),
                 (STATE, state),
             ],
-            cfg.keep_last,
+            self.cfg.keep_last,
         )
-    };
+    }
 
-    // Validate, log, keep the best model, then checkpoint: the checkpoint includes the result.
-    let checkpointed_validation = |model: &Seq2SeqModel,
-                                   optim: &ModuleOptimizer,
-                                   st: &mut TrainerState,
-                                   records: &mut Vec<MetricsRecord>|
-     -> Result<Option<StopReason>, TrainError> {
-        st.elapsed_sec = elapsed(elapsed_before);
-        let stop = validation_point(model, device, run, corpus, model_dir, st, records, &bar)?;
-        save_checkpoint(model, optim, st)?;
+    /// Validates, logs, keeps the best model, then checkpoints: the checkpoint includes the
+    /// result.
+    fn validate_and_checkpoint(&mut self) -> Result<Option<StopReason>, TrainError> {
+        self.st.elapsed_sec = self.elapsed();
+        let stop = self.validation_point()?;
+        self.save_checkpoint()?;
         Ok(stop)
-    };
+    }
 
-    let reason = 'outer: loop {
-        if st.epoch >= cfg.max_epochs {
-            break StopReason::MaxEpochs;
+    /// Ends the run: an interrupted one is checkpointed as it stands; any other first validates
+    /// the steps taken since the last validation (so the best model reflects them), then is
+    /// checkpointed as finished.
+    fn finish(mut self, reason: StopReason) -> Result<TrainOutcome, TrainError> {
+        if reason != StopReason::Interrupted {
+            if self.st.loss_tokens > 0 && reason != StopReason::EarlyStopping {
+                self.st.elapsed_sec = self.elapsed();
+                self.validation_point()?;
+            }
+            self.st.finished = true;
         }
-        let batches = epoch_batches(&lengths, &bcfg, cfg.seed, st.epoch as u64);
-        bar.set_length(batches.len() as u64);
-        bar.set_position(st.batch_in_epoch as u64);
-        bar.set_prefix(format!("epoch {}", st.epoch + 1));
-        while st.batch_in_epoch < batches.len() {
-            if cfg.max_steps > 0 && st.step >= cfg.max_steps {
-                break 'outer StopReason::MaxSteps;
-            }
-            if cfg.max_minutes > 0.0 && elapsed(elapsed_before) >= cfg.max_minutes * 60.0 {
-                break 'outer StopReason::MaxMinutes;
-            }
-            if opts.interrupter.should_stop() {
-                st.elapsed_sec = elapsed(elapsed_before);
-                save_checkpoint(&model, &optim, &st)?;
-                bar.finish_and_clear();
-                return Ok(TrainOutcome {
-                    reason: StopReason::Interrupted,
-                    state: st,
-                    last: records.last().cloned(),
-                });
-            }
-            let step_start = Instant::now();
-            // Several devices: one batch each, averaged gradients; one CPU: the batch's rows split
-            // over its cores (data_parallel.rs).
-            let (loss_value, tokens, pending) = if devices.len() > 1 {
-                let rest = &batches[st.batch_in_epoch..];
-                let p = forward_backward(&model, devices, corpus.train, rest, cfg, st.step)?;
-                st.batch_in_epoch += p.batches;
-                (p.loss, p.tokens, Pending::Grads(p.grads))
-            } else {
-                let b = corpus.train.batch(&batches[st.batch_in_epoch]);
-                st.batch_in_epoch += 1;
-                batch_gradients(&model, device, &b, cfg, st.step)
-            };
-            // A non-finite loss or gradient norm skips the step (no update, no optimiser state
-            // change); `max_bad_steps` of them in a row stop training with an error, leaving the
-            // last checkpoint (written before them) as it was.
-            let grads = if loss_value.is_finite() {
-                let grads = pending.grads(&model);
-                let norm = grad_norm(&model, &grads);
-                norm.is_finite()
-                    .then_some(grads)
-                    .ok_or(("gradient norm", norm))
-            } else {
-                Err(("loss", loss_value))
-            };
-            let grads = match grads {
-                Ok(g) => g,
-                Err((what, value)) => {
-                    st.bad_steps += 1;
-                    bar.suspend(|| {
-                        eprintln!(
-                            "warning: non-finite {what} ({value}) at step {}; the step is skipped ({} in a row, stopping at {})",
-                            st.step + 1,
-                            st.bad_steps,
-                            cfg.max_bad_steps.max(1)
-                        )
-                    });
-                    if st.bad_steps >= cfg.max_bad_steps.max(1) {
-                        return Err(TrainError::Diverged(st.bad_steps, st.step + 1));
-                    }
-                    continue;
-                }
-            };
-            st.bad_steps = 0;
-            st.step += 1;
-            let lr = learning_rate(cfg, st.step);
-            model = optim.step(
-                burn::optim::lr_scheduler::module_lr_scheduler::ModuleLearningRate::from(lr),
-                model,
-                grads,
-            );
-            st.loss_sum += loss_value * tokens as f64;
-            st.loss_tokens += tokens;
-            st.train_sec_since_valid += step_start.elapsed().as_secs_f64();
-            bar.set_position(st.batch_in_epoch as u64);
-            bar.set_message(format!(
-                "loss {:.3} | {:.0} tok/s | lr {:.2e}",
-                st.loss_sum / st.loss_tokens.max(1) as f64,
-                st.loss_tokens as f64 / since_valid.elapsed().as_secs_f64().max(1e-9),
-                lr
-            ));
-            if cfg.valid_every > 0 && st.step % cfg.valid_every == 0 {
-                if let Some(stop) = checkpointed_validation(&model, &optim, &mut st, &mut records)?
-                {
-                    break 'outer stop;
-                }
-                since_valid = Instant::now();
-            } else if cfg.save_every > 0 && st.step % cfg.save_every == 0 {
-                st.elapsed_sec = elapsed(elapsed_before);
-                save_checkpoint(&model, &optim, &st)?;
-            }
-        }
-        st.epoch += 1;
-        st.batch_in_epoch = 0;
-        if cfg.valid_every == 0 {
-            if let Some(stop) = checkpointed_validation(&model, &optim, &mut st, &mut records)? {
-                break stop;
-            }
-            since_valid = Instant::now();
-        }
-    };
-    // A final validation if steps were taken since the last one, so the best model reflects them.
-    if st.loss_tokens > 0 && reason != StopReason::EarlyStopping {
-        st.elapsed_sec = elapsed(elapsed_before);
-        validation_point(
-            &model,
-            device,
-            run,
-            corpus,
-            model_dir,
-            &mut st,
-            &mut records,
-            &bar,
-        )?;
+        self.st.elapsed_sec = self.elapsed();
+        self.save_checkpoint()?;
+        self.bar.finish_and_clear();
+        Ok(TrainOutcome {
+            reason,
+            last: self.records.last().cloned(),
+            state: self.st,
+        })
     }
-    st.finished = true;
-    st.elapsed_sec = elapsed(elapsed_before);
-    save_checkpoint(&model, &optim, &st)?;
-    bar.finish_and_clear();
-    Ok(TrainOutcome {
-        reason,
-        state: st,
-        last: records.last().cloned(),
-    })
-}
 
-/// Validates, appends to metrics.jsonl, keeps the best model; returns `Some` to stop early.
-#[allow(clippy::too_many_arguments)]
-fn validation_point(
-    model: &Seq2SeqModel,
-    device: &Device,
-    run: &RunConfig,
-    corpus: &Corpus,
-    model_dir: &Path,
-    st: &mut TrainerState,
-    records: &mut Vec<MetricsRecord>,
-    bar: &ProgressBar,
-) -> Result<Option<StopReason>, TrainError> {
-    let cfg = &run.train;
-    let inference = model.valid();
-    let (valid_loss, valid_bleu) = validate(&inference, device, run, corpus)?;
-    let record = MetricsRecord {
-        step: st.step,
-        epoch: st.epoch,
-        train_loss: st.loss_sum / st.loss_tokens.max(1) as f64,
-        valid_loss,
-        valid_ppl: valid_loss.exp(),
-        valid_bleu,
-        tokens_per_sec: st.loss_tokens as f64 / st.train_sec_since_valid.max(1e-9),
-        elapsed_sec: st.elapsed_sec,
-        lr: learning_rate(cfg, st.step.max(1)),
-        teacher_forcing: teacher_forcing_ratio(cfg, st.step),
-    };
-    // `suspend` prints even when the bar is hidden (stderr is not a terminal).
-    bar.suspend(|| eprintln!(
-        "step {} epoch {}: train loss {:.3}, valid loss {:.3}, ppl {:.2}, BLEU {:.2}, {:.0} tok/s",
-        record.step,
-        record.epoch,
-        record.train_loss,
-        record.valid_loss,
-        record.valid_ppl,
-        record.valid_bleu,
-        record.tokens_per_sec
-    ));
-    if corpus.valid.is_some() && !valid_loss.is_finite() {
-        // Weights that give a non-finite validation loss are never saved, neither as the best
-        // model nor in a checkpoint.
-        return Err(TrainError::DivergedValidation(st.step, valid_loss));
-    }
-    records.push(record);
-    metrics::write(&model_dir.join("metrics.jsonl"), records)?;
-    st.loss_sum = 0.0;
-    st.loss_tokens = 0;
-    st.train_sec_since_valid = 0.0;
-    let score = match cfg.best_by {
-        BestBy::Bleu if corpus.valid.is_some() => valid_bleu,
-        _ => -valid_loss,
-    };
-    let improved = st.best.is_none_or(|b| score > b) || !score.is_finite();
-    if improved {
-        st.best = Some(score);
-        st.bad_validations = 0;
-        s2s_models::io::save_weights(&inference, &model_dir.join("model.safetensors"))?;
-    } else {
-        st.bad_validations += 1;
-        if cfg.patience > 0 && st.bad_validations >= cfg.patience {
-            return Ok(Some(StopReason::EarlyStopping));
+    /// Validates, appends to metrics.jsonl, keeps the best model; returns `Some` to stop early.
+    fn validation_point(&mut self) -> Result<Option<StopReason>, TrainError> {
+        let cfg = self.cfg;
+        let inference = self.model().valid();
+        let corpus = self.corpus;
+        let (valid_loss, valid_bleu) = validate(&inference, &self.devices[0], self.run, corpus)?;
+        let st = &mut self.st;
+        let records = &mut self.records;
+        let bar = &self.bar;
+        let model_dir = self.model_dir;
+        let record = MetricsRecord {
+            step: st.step,
+            epoch: st.epoch,
+            train_loss: st.loss_sum / st.loss_tokens.max(1) as f64,
+            valid_loss,
+            valid_ppl: valid_loss.exp(),
+            valid_bleu,
+            tokens_per_sec: st.loss_tokens as f64 / st.train_sec_since_valid.max(1e-9),
+            elapsed_sec: st.elapsed_sec,
+            lr: learning_rate(cfg, st.step.max(1)),
+            teacher_forcing: teacher_forcing_ratio(cfg, st.step),
+        };
+        // `suspend` prints even when the bar is hidden (stderr is not a terminal).
+        bar.suspend(|| eprintln!(
+            "step {} epoch {}: train loss {:.3}, valid loss {:.3}, ppl {:.2}, BLEU {:.2}, {:.0} tok/s",
+            record.step,
+            record.epoch,
+            record.train_loss,
+            record.valid_loss,
+            record.valid_ppl,
+            record.valid_bleu,
+            record.tokens_per_sec
+        ));
+        if corpus.valid.is_some() && !valid_loss.is_finite() {
+            // Weights that give a non-finite validation loss are never saved, neither as the best
+            // model nor in a checkpoint.
+            return Err(TrainError::DivergedValidation(st.step, valid_loss));
         }
+        records.push(record);
+        metrics::write(&model_dir.join(METRICS), records)?;
+        st.loss_sum = 0.0;
+        st.loss_tokens = 0;
+        st.train_sec_since_valid = 0.0;
+        let score = match cfg.best_by {
+            BestBy::Bleu if corpus.valid.is_some() => valid_bleu,
+            _ => -valid_loss,
+        };
+        let improved = st.best.is_none_or(|b| score > b) || !score.is_finite();
+        if improved {
+            st.best = Some(score);
+            st.bad_validations = 0;
+            s2s_models::io::save_weights(&inference, &model_dir.join(s2s_infer::model_dir::BEST))?;
+        } else {
+            st.bad_validations += 1;
+            if cfg.patience > 0 && st.bad_validations >= cfg.patience {
+                return Ok(Some(StopReason::EarlyStopping));
+            }
+        }
+        Ok(None)
     }
-    Ok(None)
 }
