@@ -266,3 +266,14 @@ fn a_second_trainer_is_refused_while_the_first_writes_the_model_dir() {
     let o = run(resume_cmd(&data, &out, &["--max-steps", "1"]));
     assert!(o.status.success(), "{}", stderr(&o));
 }
+
+#[test]
+fn train_help_lists_every_preset() {
+    let mut c = s2s();
+    c.args(["train", "--help"]);
+    let o = run(c);
+    let help = String::from_utf8_lossy(&o.stdout);
+    for name in s2s_models::preset_names() {
+        assert!(help.contains(name), "{name} missing from:\n{help}");
+    }
+}

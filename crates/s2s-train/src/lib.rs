@@ -1,5 +1,6 @@
-//! Training for s2s models: the criterion, schedules, checkpoints that resume exactly, metrics
-//! and the loop itself.
+//! Training for s2s models: the criterion, schedules, checkpoints that resume exactly, checkpoint
+//! averaging and the loop itself. MODEL_DIR's files other than the checkpoints (config.toml,
+//! metrics.jsonl, the best weights, the lock) are `s2s-infer`'s.
 //!
 //! # Why a loop of our own around burn-train's parts
 //! burn-train 0.22's `SupervisedTraining` checkpoints at epoch boundaries and restarts an

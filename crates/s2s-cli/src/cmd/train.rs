@@ -11,8 +11,9 @@ pub struct TrainArgs {
     /// DATA_DIR written by `s2s prepare`.
     #[arg(long)]
     pub data: PathBuf,
-    /// Architecture preset (rnn-lstm, rnn-gru-cho, rnnsearch, luong; add -tiny for smoke runs).
-    #[arg(long)]
+    /// Architecture preset: the RNN family, the Transformer and ConvS2S (`-tiny` ones are for
+    /// smoke runs).
+    #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(s2s_models::preset_names()))]
     pub arch: Option<String>,
     /// TOML config: `arch = "preset"` plus `[model]` and `[train]` overrides.
     #[arg(long)]
