@@ -39,6 +39,18 @@ pub fn is_disk_full(e: &io::Error) -> bool {
     )
 }
 
+/// What to do about an I/O error while writing a model or checkpoint, for the errors with an
+/// obvious remedy ("" otherwise), to follow the error's own message.
+pub fn write_error_hint(e: &io::Error) -> &'static str {
+    if is_disk_full(e) {
+        "; the disk may be full: free some space and run again (files already written are intact; resume with --resume)"
+    } else if e.kind() == io::ErrorKind::PermissionDenied {
+        "; check the permissions of the directory"
+    } else {
+        ""
+    }
+}
+
 /// Writes `bytes` to `path` atomically: a temporary file in the same directory is written,
 /// fsynced and renamed over `path`, then the directory is fsynced. Readers see either the old
 /// file or the new one, never a partial one. The temporary file is removed on failure.

@@ -31,7 +31,7 @@ use std::path::Path;
 /// What can go wrong reading or writing a MODEL_DIR, or decoding with its model.
 #[derive(Debug, thiserror::Error)]
 pub enum InferError {
-    #[error("{path}: {source}{hint}", hint = io_hint(.source))]
+    #[error("{path}: {source}{hint}", hint = s2s_data::io::write_error_hint(.source))]
     Io {
         path: String,
         source: std::io::Error,
@@ -50,17 +50,6 @@ pub enum InferError {
         "{dir} is in use by another s2s process{holder}; wait for it to finish, stop it, or choose another directory"
     )]
     Locked { dir: String, holder: String },
-}
-
-/// What to do about an I/O error, for the ones with an obvious remedy.
-fn io_hint(e: &std::io::Error) -> &'static str {
-    if s2s_data::io::is_disk_full(e) {
-        "; the disk may be full: free some space and run again (files already written are intact; resume with --resume)"
-    } else if e.kind() == std::io::ErrorKind::PermissionDenied {
-        "; check the permissions of the directory"
-    } else {
-        ""
-    }
 }
 
 impl InferError {

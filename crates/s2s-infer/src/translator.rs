@@ -96,6 +96,10 @@ impl Translator {
         self.loaded.encode_source(text)
     }
 
+    fn encode_all(&self, texts: &[String]) -> Vec<Vec<u32>> {
+        texts.iter().map(|t| self.encode(t)).collect()
+    }
+
     /// Target ids back to text.
     pub fn decode(&self, tokens: &[u32]) -> String {
         self.loaded.tgt_tokenizer.decode(tokens)
@@ -128,7 +132,7 @@ impl Translator {
         cfg: &SearchConfig,
         batch_size: usize,
     ) -> Result<Vec<Translation>, InferError> {
-        let sources: Vec<Vec<u32>> = texts.iter().map(|t| self.encode(t)).collect();
+        let sources = self.encode_all(texts);
         let results = self.search(&sources, cfg, batch_size)?;
         Ok(texts
             .iter()
@@ -145,9 +149,8 @@ impl Translator {
         cfg: &SearchConfig,
         batch_size: usize,
     ) -> Result<Vec<String>, InferError> {
-        let sources: Vec<Vec<u32>> = texts.iter().map(|t| self.encode(t)).collect();
         Ok(self
-            .search(&sources, cfg, batch_size)?
+            .search(&self.encode_all(texts), cfg, batch_size)?
             .iter()
             .map(|h| {
                 h.first()

@@ -29,7 +29,7 @@ use std::path::Path;
 
 #[derive(Debug, thiserror::Error)]
 pub enum TrainError {
-    #[error("{path}: {source}{hint}", hint = io_hint(.source))]
+    #[error("{path}: {source}{hint}", hint = s2s_data::io::write_error_hint(.source))]
     Io {
         path: String,
         source: std::io::Error,
@@ -55,17 +55,6 @@ pub enum TrainError {
     /// Reading or writing MODEL_DIR (config, metrics, best weights, the lock).
     #[error(transparent)]
     ModelDir(#[from] s2s_infer::InferError),
-}
-
-/// What to do about an I/O error, for the ones with an obvious remedy.
-fn io_hint(e: &std::io::Error) -> &'static str {
-    if s2s_data::io::is_disk_full(e) {
-        "; the disk may be full: free some space and run again (files already written are intact; resume with --resume)"
-    } else if e.kind() == std::io::ErrorKind::PermissionDenied {
-        "; check the permissions of the directory"
-    } else {
-        ""
-    }
 }
 
 impl TrainError {
