@@ -9,8 +9,22 @@ use burn_flex::{Flex, FlexTensor, Layout};
 
 use super::{MASKED, RowMap};
 
-// burn-flex's vectorised `exp` and `tanh` (a patch of the vendored copy).
+// burn-flex's vectorised `exp` and `tanh` (a patch of the vendored copy) with the fast path;
+// the standard library's otherwise (results may then differ in the last bits).
+#[cfg(feature = "fast-path")]
 use burn_flex::simd::fast_math::{exp_f32, tanh_f32};
+
+#[cfg(not(feature = "fast-path"))]
+#[inline(always)]
+fn exp_f32(x: f32) -> f32 {
+    x.exp()
+}
+
+#[cfg(not(feature = "fast-path"))]
+#[inline(always)]
+fn tanh_f32(x: f32) -> f32 {
+    x.tanh()
+}
 
 /// `cat([past.select(0, rows), new], 2)` for `[rows, heads, len, d]` tensors, copying `past`
 /// once instead of twice (see [`super::select_rows_then_cat`]).

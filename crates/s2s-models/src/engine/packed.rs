@@ -5,7 +5,10 @@
 
 /// Runs `f` with every weight it multiplies by packed at its first product and reused by every
 /// later one, on this thread and the other workers' (burn-flex's `with_packed_weights`, a patch
-/// of the vendored copy).
+/// of the vendored copy, with the `fast-path` feature). Without the feature `f` just runs.
 pub fn with_packed_weights<R>(f: impl FnOnce() -> R) -> R {
-    burn_flex::ops::matmul::with_packed_weights(f)
+    #[cfg(feature = "fast-path")]
+    return burn_flex::ops::matmul::with_packed_weights(f);
+    #[cfg(not(feature = "fast-path"))]
+    f()
 }
