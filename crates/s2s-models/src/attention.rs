@@ -3,12 +3,10 @@
 
 use burn::module::Module;
 use burn::nn::{Linear, LinearConfig};
-use burn::tensor::activation::softmax;
 use burn::tensor::{Bool, Device, Tensor};
 use serde::{Deserialize, Serialize};
 
-use crate::kernels::{Segment, additive_attention, single_query_attention};
-use crate::{MASKED, compose_rows, gather_rows};
+use crate::engine::{self, RowMap};
 
 /// How a query is scored against a key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -31,23 +29,18 @@ pub struct Memory {
     pub keys: Tensor<3>,
     /// `[sentences, src_len]`, true at padding.
     pub pad: Tensor<2, Bool>,
-    /// Decoder row `i` attends over sentence `rows[i]`; `None`: sentence `i`. Beams read their
-    /// sentence's memory instead of each holding a copy.
-    pub rows: Option<Vec<usize>>,
+    /// Decoder row `i` attends over sentence `rows.get(i)`. Beams read their sentence's memory
+    /// instead of each holding a copy.
+    pub rows: RowMap,
 }
 
 impl Memory {
     /// Row `i` becomes row `idx[i]`: only the row map changes.
     pub fn select_rows(&self, idx: &[usize]) -> Memory {
         Memory {
-            rows: Some(compose_rows(self.rows.as_deref(), idx)),
+            rows: self.rows.compose(idx),
             ..self.clone()
         }
-    }
-
-    /// Keys, values and padding with one row per decoder row (the tensor-op path's layout).
-    fn per_row(&self) -> (Tensor<3>, Tensor<3>, Tensor<2, Bool>) {
-        gather_rows(self.rows.as_deref(), &self.keys, &self.values, &self.pad)
     }
 }
 
@@ -112,60 +105,28 @@ impl Attention {
             values,
             keys,
             pad,
-            rows: None,
+            rows: RowMap::identity(),
         }
     }
 
     /// Returns the context `[batch, value_dim]` and the weights `[batch, src_len]`.
     pub fn attend(&self, query: Tensor<2>, memory: &Memory) -> (Tensor<2>, Tensor<2>) {
-        let [b, _] = query.dims();
-        let [n, s, d_k] = memory.keys.dims();
-        let d_v = memory.values.dims()[2];
-        let rows = memory.rows.as_deref();
-        // Decoding on the CPU: one kernel per score, the same function as the ops below.
-        let query = match (&self.query_proj, &self.v) {
-            (Some(wq), Some(v)) => {
-                let q = wq.forward(query); // [b,a]
-                let (keys, values, pad) = (&memory.keys, &memory.values, &memory.pad);
-                if let Some(out) = additive_attention(&q, keys, &v.weight.val(), values, pad, rows)
-                {
-                    return out;
-                }
-                Query::Additive(q, v)
-            }
-            _ => {
-                let (keys, values) = (
-                    memory.keys.clone().reshape([n, 1, s, d_k]),
-                    memory.values.clone().reshape([n, 1, s, d_v]),
-                );
-                let segment = Segment {
-                    key: &keys,
-                    value: &values,
-                    pad: Some(&memory.pad),
-                    rows,
-                };
-                let q = query.clone().reshape([b, 1, 1, d_k]);
-                if let Some((context, weights)) = single_query_attention(&q, &[segment], 1.0) {
-                    return (context.reshape([b, d_v]), weights.reshape([b, s]));
-                }
-                Query::Dot(query)
-            }
-        };
-        let (keys, values, pad) = memory.per_row();
-        let energies: Tensor<2> = match query {
-            Query::Additive(q, v) => v
-                .forward((keys + q.unsqueeze_dim::<3>(1)).tanh())
-                .reshape([b, s]),
-            Query::Dot(q) => keys.matmul(q.unsqueeze_dim::<3>(2)).reshape([b, s]),
-        };
-        let weights = softmax(energies.mask_fill(pad, MASKED), 1);
-        let context = weights.clone().unsqueeze_dim::<3>(1).matmul(values);
-        (context.reshape([b, d_v]), weights)
+        let Memory {
+            keys,
+            values,
+            pad,
+            rows,
+        } = memory;
+        match (&self.query_proj, &self.v) {
+            (Some(w_q), Some(v)) => engine::additive_attention(
+                w_q.forward(query),
+                keys,
+                &v.weight.val(),
+                values,
+                pad,
+                rows,
+            ),
+            _ => engine::dot_attention(query, keys, values, pad, rows),
+        }
     }
-}
-
-/// The query as the tensor-op path scores it: additive (projected, with `v`) or by dot product.
-enum Query<'a> {
-    Additive(Tensor<2>, &'a Linear),
-    Dot(Tensor<2>),
 }

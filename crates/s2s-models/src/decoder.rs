@@ -2,9 +2,10 @@
 //! encode once, then step with incremental state, reordering rows for beams.
 
 use crate::convs2s::ConvS2SState;
+use crate::engine::{self, packed, row_ids};
 use crate::rnn::{DecState, EncCtx};
 use crate::transformer::TransformerState;
-use crate::{PaddedIds, Seq2SeqModel, ids_1d, row_ids};
+use crate::{PaddedIds, Seq2SeqModel, ids_1d};
 use burn::tensor::activation::log_softmax;
 use burn::tensor::{Device, Tensor};
 use s2s_search::step::{StepModel, StepOutput};
@@ -175,7 +176,7 @@ pub fn translate_all(
 }
 
 /// Searches the batch `sources[chunk]`, split over the CPU's cores when it is large enough
-/// ([`crate::workers`]). Sentence `chunk[j]` goes to worker `j % workers`: the chunk is sorted by
+/// ([`engine::workers`]). Sentence `chunk[j]` goes to worker `j % workers`: the chunk is sorted by
 /// length, so every worker gets long and short sentences alike. Results are in `chunk` order.
 fn search_on_workers(
     decoder: &Decoder,
@@ -183,7 +184,7 @@ fn search_on_workers(
     chunk: &[usize],
     cfg: &s2s_search::SearchConfig,
 ) -> Result<Vec<Vec<s2s_search::Hypothesis>>, s2s_search::SearchError> {
-    let workers = crate::workers::worker_count(&decoder.device, chunk.len());
+    let workers = engine::workers::worker_count(&decoder.device, chunk.len());
     let mut parts: Vec<Vec<Vec<u32>>> = (0..workers)
         .map(|w| {
             let rows = chunk.iter().skip(w).step_by(workers);
@@ -194,7 +195,7 @@ fn search_on_workers(
         return search(decoder, &parts.pop().unwrap_or_default(), cfg);
     }
     let mut results = Vec::with_capacity(workers);
-    for part in crate::workers::run_each(parts, |part| search(decoder, &part, cfg)) {
+    for part in engine::workers::run_each(parts, |part| search(decoder, &part, cfg)) {
         results.push(part?.into_iter());
     }
     Ok((0..chunk.len())
@@ -206,13 +207,11 @@ fn search_on_workers(
         .collect())
 }
 
-/// One search. On the CPU backend every weight is packed for the matrix kernels once, at its
-/// first product, and reused by all the steps of the search, instead of being packed again by
-/// every product (burn-flex's `with_packed_weights`; the products are unchanged).
+/// One search, with every weight packed for the matrix kernels once ([`packed`]).
 fn search(
     decoder: &Decoder,
     sources: &[Vec<u32>],
     cfg: &s2s_search::SearchConfig,
 ) -> Result<Vec<Vec<s2s_search::Hypothesis>>, s2s_search::SearchError> {
-    burn_flex::ops::matmul::with_packed_weights(|| s2s_search::search(decoder, sources, cfg))
+    packed::with_packed_weights(|| s2s_search::search(decoder, sources, cfg))
 }

@@ -2,19 +2,20 @@
 //! Transformer and ConvS2S, their configs and named presets, and the adapter that lets
 //! `s2s-search` decode any of them.
 
-pub mod allocator;
 pub mod attention;
 pub mod backend;
 pub mod config;
 pub mod convs2s;
 pub mod decoder;
+pub mod engine;
 pub mod init;
 pub mod io;
-pub mod kernels;
 pub mod output;
 pub mod rnn;
 pub mod transformer;
-pub mod workers;
+
+// `s2s_models::workers` and `s2s_models::allocator`, as the trainer and the CLI call them.
+pub use engine::{allocator, workers};
 
 pub use config::{ModelConfig, preset, preset_names};
 pub use decoder::Decoder;
@@ -164,45 +165,4 @@ pub fn pad_rows(rows: &[Vec<u32>], len: usize, pad_id: u32) -> Vec<u32> {
 pub fn ids_1d(ids: &[u32], device: &Device) -> Tensor<1, Int> {
     let v: Vec<i64> = ids.iter().map(|&t| t as i64).collect();
     Tensor::from_data(TensorData::new(v, [ids.len()]), device)
-}
-
-/// Row indices (a beam reorder, a row map) as a 1-D device tensor for `select`.
-pub fn row_ids(rows: &[usize], device: &Device) -> Tensor<1, Int> {
-    let v: Vec<i64> = rows.iter().map(|&r| r as i64).collect();
-    Tensor::from_data(TensorData::new(v, [rows.len()]), device)
-}
-
-/// An encoder side read through a row map (`None`: row `i` is sentence `i`) as the tensor ops
-/// need it: keys, values and padding gathered to one row per decoder row.
-pub(crate) fn gather_rows(
-    rows: Option<&[usize]>,
-    keys: &Tensor<3>,
-    values: &Tensor<3>,
-    pad: &Tensor<2, Bool>,
-) -> (Tensor<3>, Tensor<3>, Tensor<2, Bool>) {
-    let (keys, values, pad) = (keys.clone(), values.clone(), pad.clone());
-    match rows {
-        None => (keys, values, pad),
-        Some(rows) => {
-            let idx = row_ids(rows, &keys.device());
-            (
-                keys.select(0, idx.clone()),
-                values.select(0, idx.clone()),
-                pad.select(0, idx),
-            )
-        }
-    }
-}
-
-/// Large negative score for masked keys: `exp` of it underflows to exactly zero, so masked keys
-/// contribute nothing (not merely little) and padding cannot change a sentence's results.
-pub(crate) const MASKED: f32 = -1.0e9;
-
-/// A row map (`None`: identity) after a reorder that makes row `i` of row `idx[i]`. Decoding
-/// states record reorders this way instead of copying rows (see [`decoder`]'s reorder).
-pub(crate) fn compose_rows(rows: Option<&[usize]>, idx: &[usize]) -> Vec<usize> {
-    match rows {
-        Some(rows) => idx.iter().map(|&i| rows[i]).collect(),
-        None => idx.to_vec(),
-    }
 }

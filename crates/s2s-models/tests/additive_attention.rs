@@ -1,6 +1,6 @@
 //! The decoding-step kernel for Bahdanau's additive attention
-//! (`s2s_models::kernels::additive_attention`) against the tensor ops it replaces: the energies
-//! `v . tanh(keys + q)`, masked, a softmax and the weighted sum of the values, with and without
+//! (`s2s_models::engine::kernels::additive_attention`) against the tensor ops it replaces: the
+//! energies `v . tanh(keys + q)`, masked, a softmax and the weighted sum of the values, with and without
 //! rows sharing a sentence's memory. Also `Attention::attend` for every score (additive, dot,
 //! general: the last two through `single_query_attention`), whose tracked (autodiff) inputs take
 //! the tensor-op path: both must agree.
@@ -11,7 +11,8 @@ use burn::module::Module;
 use burn::tensor::activation::softmax;
 use burn::tensor::{Bool, Int, Tensor, TensorData};
 use s2s_models::attention::{Attention, Score};
-use s2s_models::kernels::additive_attention;
+use s2s_models::engine::RowMap;
+use s2s_models::engine::kernels::additive_attention;
 
 fn tensor<const D: usize>(dims: [usize; D], seed: u64, scale: f32) -> Tensor<D> {
     let n = dims.iter().product();
@@ -51,7 +52,7 @@ fn additive_attention_matches_the_tensor_ops() {
     let ids =
         Tensor::<1, Int>::from_data(TensorData::new(vec![0i64, 1, 2], [3]), &common::device());
     for mask in [pad.clone(), pad.clone().select(0, ids)] {
-        let (ctx, w) = additive_attention(&q, &keys, &v, &values, &mask, None)
+        let (ctx, w) = additive_attention(&q, &keys, &v, &values, &mask, &RowMap::identity())
             .expect("the CPU backend takes the kernel");
         let w = host(w);
         common::assert_close(&host(ctx), &want_ctx, "context");
@@ -75,8 +76,9 @@ fn additive_attention_matches_the_tensor_ops() {
         values.clone().select(0, ids.clone()),
         pad.clone().select(0, ids),
     );
-    let (want_ctx, want_w) = additive_attention(&q5, &k5, &v, &v5, &p5, None).unwrap();
-    let (ctx, w) = additive_attention(&q5, &keys, &v, &values, &pad, Some(&kv_rows))
+    let (want_ctx, want_w) =
+        additive_attention(&q5, &k5, &v, &v5, &p5, &RowMap::identity()).unwrap();
+    let (ctx, w) = additive_attention(&q5, &keys, &v, &values, &pad, &RowMap::from(&kv_rows[..]))
         .expect("the CPU backend takes the kernel");
     assert_eq!(host(ctx), host(want_ctx), "shared context");
     assert_eq!(host(w), host(want_w), "shared weights");
@@ -123,7 +125,7 @@ fn attend_agrees_with_and_without_the_kernels() {
                 &v.weight.val(),
                 &tracked.values,
                 &tracked.pad,
-                tracked.rows.as_deref(),
+                &tracked.rows,
             );
             assert!(
                 declined.is_none(),

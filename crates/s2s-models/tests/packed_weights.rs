@@ -1,3 +1,4 @@
+#![cfg(feature = "fast-path")]
 //! Weights packed once per search (`burn_flex::ops::matmul::with_packed_weights`, on
 //! gemm-common's `packed_lhs` slots; `vendor/*/PATCHES.md`). Inside the scope a product reads a
 //! weight's panels from a cache instead of packing them per call: the results must be those of

@@ -1,5 +1,5 @@
 //! Reordered prefixes without the two copies: ConvS2S's windows gather rows and append the new
-//! position in one copy (`s2s_models::kernels::select_rows_then_cat`, on the CPU backend through
+//! position in one copy (`s2s_models::engine::kernels::select_rows_then_cat`, on the CPU backend through
 //! burn's backend-extension API), and the Transformer's prefix cache only records reorders until
 //! the tensor-op path collapses it. Both must equal the plain ops: `select` on the rows, then
 //! `cat` along the sequence axis.
@@ -7,7 +7,7 @@
 mod common;
 
 use burn::tensor::{Int, Tensor, TensorData};
-use s2s_models::kernels::select_rows_then_cat;
+use s2s_models::engine::kernels::select_rows_then_cat;
 use s2s_models::transformer::attention::{KeyValue, PrefixCache};
 
 fn tensor(dims: [usize; 4], seed: u64) -> Tensor<4> {
@@ -34,6 +34,10 @@ fn values(t: Tensor<4>) -> Vec<f32> {
     t.into_data().try_into_vec::<f32>().unwrap()
 }
 
+fn kernel(past: &Tensor<4>, rows: &[usize], new: &Tensor<4>) -> Vec<f32> {
+    values(select_rows_then_cat(past, rows, new).expect("the CPU backend takes the kernel"))
+}
+
 #[test]
 fn select_rows_then_cat_equals_select_then_cat() {
     let past = tensor([4, 3, 5, 2], 1);
@@ -44,24 +48,20 @@ fn select_rows_then_cat_equals_select_then_cat() {
         (vec![1, 0, 3, 2], 1),
     ] {
         let new = tensor([rows.len(), 3, new_len, 2], 2 + new_len as u64);
-        let got = values(select_rows_then_cat(past.clone(), &rows, new.clone()));
+        let got = kernel(&past, &rows, &new);
         assert_eq!(got, plain(past.clone(), &rows, new), "rows {rows:?}");
     }
     // Views (as `split_heads` makes them): heads swapped with positions, not contiguous.
     let past_view = tensor([4, 5, 3, 2], 5).swap_dims(1, 2);
     let new_view = tensor([3, 1, 3, 2], 6).swap_dims(1, 2);
     let rows = [3, 3, 0];
-    let got = values(select_rows_then_cat(
-        past_view.clone(),
-        &rows,
-        new_view.clone(),
-    ));
+    let got = kernel(&past_view, &rows, &new_view);
     assert_eq!(got, plain(past_view, &rows, new_view), "views");
     // A narrowed window (ConvS2S keeps the newest inputs of the last one): positions packed,
     // rows strided.
     let window = tensor([4, 1, 3, 2], 7).narrow(2, 1, 2);
     let new = tensor([2, 1, 1, 2], 8);
-    let got = values(select_rows_then_cat(window.clone(), &[1, 3], new.clone()));
+    let got = kernel(&window, &[1, 3], &new);
     assert_eq!(got, plain(window, &[1, 3], new), "narrowed");
 }
 

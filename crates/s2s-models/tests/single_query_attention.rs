@@ -1,5 +1,5 @@
-//! The decoding-step attention kernel (`s2s_models::kernels::single_query_attention`) against the
-//! general path of the Transformer's attention (two batched matmuls and a softmax), on keys and
+//! The decoding-step attention kernel (`s2s_models::engine::kernels::single_query_attention`)
+//! against the general path of the Transformer's attention (two batched matmuls and a softmax), on keys and
 //! values as decoding holds them: contiguous caches and head-split views, with and without
 //! padding, and rows that share the keys and values of one sentence.
 
@@ -7,7 +7,8 @@ mod common;
 
 use burn::tensor::activation::softmax;
 use burn::tensor::{Bool, Tensor, TensorData};
-use s2s_models::kernels::{Segment, single_query_attention};
+use s2s_models::engine::RowMap;
+use s2s_models::engine::kernels::{Segment, single_query_attention};
 use s2s_models::transformer::attention::{KeyValue, PrefixCache};
 
 fn tensor(dims: [usize; 4], seed: u64) -> Tensor<4> {
@@ -23,7 +24,7 @@ fn segment<'a>(
     key: &'a Tensor<4>,
     value: &'a Tensor<4>,
     pad: Option<&'a Tensor<2, Bool>>,
-    rows: Option<&'a [usize]>,
+    rows: &'a RowMap,
 ) -> Segment<'a> {
     Segment {
         key,
@@ -86,8 +87,12 @@ fn single_query_attention_matches_the_general_path() {
             .flat_map(|kv| [(kv, (d_k as f32).sqrt()), (kv, 1.0)]);
         for ((k, v), divisor) in cases {
             for mask in [None, Some(&pad)] {
-                let (ctx, w) = single_query_attention(&q, &[segment(k, v, mask, None)], divisor)
-                    .expect("the CPU backend takes the kernel");
+                let (ctx, w) = single_query_attention(
+                    &q,
+                    &[segment(k, v, mask, &RowMap::identity())],
+                    divisor,
+                )
+                .expect("the CPU backend takes the kernel");
                 let (want_ctx, want_w) = general(&q, k, v, mask, divisor);
                 let what = format!("len {len}, mask {}, divisor {divisor}", mask.is_some());
                 common::assert_close(
@@ -137,15 +142,16 @@ fn rows_can_share_keys_values_and_padding() {
     let pad_rows = pad.clone().select(0, idx);
     let divisor = (d_k as f32).sqrt();
     let (want_ctx, want_w) = general(&q, &k_rows, &v_rows, Some(&pad_rows), divisor);
-    for (mask, rows) in [(&pad, Some(&kv_rows[..])), (&pad_rows, None)] {
-        let (kk, vv) = if rows.is_some() {
+    let (shared, own) = (RowMap::from(&kv_rows[..]), RowMap::identity());
+    for (mask, rows) in [(&pad, &shared), (&pad_rows, &own)] {
+        let (kk, vv) = if !rows.is_identity() {
             (&k, &v)
         } else {
             (&k_rows, &v_rows)
         };
         let (ctx, w) = single_query_attention(&q, &[segment(kk, vv, Some(mask), rows)], divisor)
             .expect("the CPU backend takes the kernel");
-        let what = format!("shared {}", rows.is_some());
+        let what = format!("shared {}", !rows.is_identity());
         common::assert_close(
             &ctx.into_data().try_into_vec::<f32>().unwrap(),
             &want_ctx,

@@ -11,12 +11,10 @@
 
 use burn::module::Module;
 use burn::nn::Linear;
-use burn::tensor::activation::softmax;
 use burn::tensor::{Bool, Device, Tensor};
 
+use crate::engine::{self, RowMap, row_ids};
 use crate::init::normal_linear;
-use crate::kernels::{Segment, single_query_attention};
-use crate::{MASKED, compose_rows, gather_rows, row_ids};
 
 /// The encoder side of every decoder layer's attention, computed once per sentence.
 #[derive(Clone, Debug)]
@@ -30,9 +28,9 @@ pub struct ConvMemory {
     /// `m * sqrt(1/m) = sqrt(m)` for the length `m` of each decoder row's sentence: `[rows, 1, 1]`
     /// (tiny, so it is reordered with the rows).
     pub scale: Tensor<3>,
-    /// Decoder row `i` attends over sentence `rows[i]`; `None`: sentence `i`. Beams read their
-    /// sentence's memory instead of each holding a copy.
-    pub rows: Option<Vec<usize>>,
+    /// Decoder row `i` attends over sentence `rows.get(i)`. Beams read their sentence's memory
+    /// instead of each holding a copy.
+    pub rows: RowMap,
 }
 
 impl ConvMemory {
@@ -46,13 +44,8 @@ impl ConvMemory {
                 .scale
                 .clone()
                 .select(0, row_ids(idx, &self.scale.device())),
-            rows: Some(compose_rows(self.rows.as_deref(), idx)),
+            rows: self.rows.compose(idx),
         }
-    }
-
-    /// Keys, values and padding with one row per decoder row.
-    fn per_row(&self) -> (Tensor<3>, Tensor<3>, Tensor<2, Bool>) {
-        gather_rows(self.rows.as_deref(), &self.keys, &self.values, &self.pad)
     }
 }
 
@@ -82,35 +75,14 @@ impl MultiStepAttention {
         memory: &ConvMemory,
     ) -> (Tensor<3>, Tensor<3>) {
         let half = 0.5f64.sqrt();
-        let [b, len, _] = x.dims();
-        let [n, s, e] = memory.keys.dims();
         let query = (self.in_proj.forward(x.clone()) + target_emb).mul_scalar(half);
-        // A decoding step: one query per row, through the step kernel where it runs.
-        let step = (len == 1)
-            .then(|| {
-                let (keys, values) = (
-                    memory.keys.clone().reshape([n, 1, s, e]),
-                    memory.values.clone().reshape([n, 1, s, e]),
-                );
-                let memory = Segment {
-                    key: &keys,
-                    value: &values,
-                    pad: Some(&memory.pad),
-                    rows: memory.rows.as_deref(),
-                };
-                single_query_attention(&query.clone().reshape([b, 1, 1, e]), &[memory], 1.0)
-            })
-            .flatten();
-        let (context, weights) = match step {
-            Some((context, weights)) => (context, weights.reshape([b, 1, s])),
-            None => {
-                let (keys, values, pad) = memory.per_row();
-                let scores = query.matmul(keys.swap_dims(1, 2));
-                let mask = pad.reshape([b, 1, s]).expand([b, len, s]);
-                let weights = softmax(scores.mask_fill(mask, MASKED), 2);
-                (weights.clone().matmul(values), weights)
-            }
-        };
+        let (context, weights) = engine::dot_attention_seq(
+            query,
+            &memory.keys,
+            &memory.values,
+            &memory.pad,
+            &memory.rows,
+        );
         let context = context * memory.scale.clone();
         let out = (self.out_proj.forward(context) + x).mul_scalar(half);
         (out, weights)

@@ -9,6 +9,7 @@ use burn::tensor::{Bool, Device, Tensor};
 use super::ConvS2SConfig;
 use super::attention::ConvMemory;
 use super::conv::ConvGlu;
+use crate::engine::RowMap;
 use crate::init::normal_linear;
 
 #[derive(Module, Debug)]
@@ -71,7 +72,7 @@ impl ConvEncoder {
             values,
             pad,
             scale,
-            rows: None,
+            rows: RowMap::identity(),
         }
     }
 }

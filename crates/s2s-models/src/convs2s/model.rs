@@ -9,8 +9,8 @@ use super::attention::ConvMemory;
 use super::decoder::ConvDecoder;
 use super::embedding::ConvEmbedding;
 use super::encoder::ConvEncoder;
-use crate::kernels::select_rows_then_cat;
-use crate::{OutputLayer, compose_rows};
+use crate::OutputLayer;
+use crate::engine::{self, RowMap};
 
 /// Incremental decoding state of all live rows. [`ConvS2SState::select_rows`] follows beam
 /// search's survivors without copying: the memory is read through its row map, and the next
@@ -22,8 +22,8 @@ pub struct ConvS2SState {
     /// first, whose newest `kernel - 1` inputs begin the next window; zeros before the first
     /// step, exactly the causal padding of the full pass.
     pub windows: Vec<Tensor<3>>,
-    /// Live row `i` is row `window_rows[i]` of `windows`; `None` while they are in order.
-    pub window_rows: Option<Vec<usize>>,
+    /// Live row `i` is row `window_rows.get(i)` of `windows`.
+    pub window_rows: RowMap,
     /// Positions decoded so far.
     pub steps: usize,
 }
@@ -34,7 +34,7 @@ impl ConvS2SState {
         ConvS2SState {
             memory: self.memory.select_rows(rows),
             windows: self.windows.clone(),
-            window_rows: Some(compose_rows(self.window_rows.as_deref(), rows)),
+            window_rows: self.window_rows.compose(rows),
             steps: self.steps,
         }
     }
@@ -115,7 +115,7 @@ impl ConvS2S {
             windows: (0..self.cfg.dec_layers)
                 .map(|_| Tensor::zeros([rows, self.cfg.kernel, self.cfg.hidden], &device))
                 .collect(),
-            window_rows: None,
+            window_rows: RowMap::identity(),
             steps: 0,
         }
     }
@@ -129,7 +129,7 @@ impl ConvS2S {
             .forward(tokens.reshape([rows, 1]), state.steps);
         let width = self.cfg.kernel - 1;
         let windows = &mut state.windows;
-        let kept = state.window_rows.take();
+        let kept = std::mem::take(&mut state.window_rows);
         let (hidden, attns) = self.decoder.forward(emb, &state.memory, |l, conv, x| {
             let [old_rows, k, hidden] = windows[l].dims();
             // The last window's newest inputs, read in place, then the new one: with a reorder
@@ -139,11 +139,7 @@ impl ConvS2S {
                 .reshape([old_rows, 1, k, hidden])
                 .narrow(2, 1, width);
             let new = x.reshape([rows, 1, 1, hidden]);
-            let window = match &kept {
-                None => Tensor::cat(vec![past, new], 2),
-                Some(kept) => select_rows_then_cat(past, kept, new),
-            }
-            .reshape([rows, k, hidden]);
+            let window = engine::select_rows_then_cat(past, &kept, new).reshape([rows, k, hidden]);
             windows[l] = window.clone();
             conv.step(window)
         });

@@ -10,6 +10,7 @@ use super::TransformerConfig;
 use super::attention::{KeyValue, MultiHeadAttention, PrefixCache};
 use super::feed_forward::FeedForward;
 use super::sublayer::Sublayer;
+use crate::engine::RowMap;
 
 #[derive(Module, Debug)]
 pub struct DecoderLayer {
@@ -47,15 +48,15 @@ impl DecoderLayer {
 
     /// `x: [batch, q_len, d]` holds the positions after `past` (the cached prefix, if any).
     /// `causal: [q_len, q_len]` masks the future within `x` when `q_len > 1`; `cross` are the
-    /// projected encoder outputs and `src_pad` their padding, row `i` reading row `cross_rows[i]`
-    /// of both if given.
+    /// projected encoder outputs and `src_pad` their padding, row `i` reading row
+    /// `cross_rows.get(i)` of both.
     pub fn forward(
         &self,
         x: Tensor<3>,
         past: Option<PrefixCache>,
         causal: Option<&Tensor<2, Bool>>,
         cross: &KeyValue,
-        cross_rows: Option<&[usize]>,
+        cross_rows: &RowMap,
         src_pad: &Tensor<2, Bool>,
     ) -> LayerOutput {
         let (x, self_kv) = self.self_attn_sub.forward(x, |h| {
@@ -66,7 +67,8 @@ impl DecoderLayer {
                     (self.self_attn.forward_cached(h, &mut past), past)
                 }
                 None => {
-                    let out = self.self_attn.forward(h, &new, None, None, causal).0;
+                    let identity = RowMap::identity();
+                    let out = self.self_attn.forward(h, &new, &identity, None, causal).0;
                     (out, PrefixCache::new(new))
                 }
             }

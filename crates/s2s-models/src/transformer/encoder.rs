@@ -9,6 +9,7 @@ use super::TransformerConfig;
 use super::attention::MultiHeadAttention;
 use super::feed_forward::FeedForward;
 use super::sublayer::Sublayer;
+use crate::engine::RowMap;
 
 #[derive(Module, Debug)]
 pub struct EncoderLayer {
@@ -33,7 +34,12 @@ impl EncoderLayer {
     pub fn forward(&self, x: Tensor<3>, pad: &Tensor<2, Bool>) -> Tensor<3> {
         let (x, ()) = self.self_attn_sub.forward(x, |h| {
             let kv = self.self_attn.keys_values(h.clone());
-            (self.self_attn.forward(h, &kv, None, Some(pad), None).0, ())
+            (
+                self.self_attn
+                    .forward(h, &kv, &RowMap::identity(), Some(pad), None)
+                    .0,
+                (),
+            )
         });
         self.ffn_sub.forward(x, |h| (self.ffn.forward(h), ())).0
     }

@@ -11,7 +11,7 @@ use super::decoder::TransformerDecoder;
 use super::encoder::TransformerEncoder;
 use super::positions::PositionEncoding;
 use crate::OutputLayer;
-use crate::compose_rows;
+use crate::engine::RowMap;
 use crate::init::{embedding, xavier_linear};
 
 /// Everything incremental decoding keeps between steps, for all live rows.
@@ -22,9 +22,9 @@ pub struct TransformerState {
     pub cross: Vec<KeyValue>,
     /// `[sentences, src_len]`, true at source padding.
     pub src_pad: Tensor<2, Bool>,
-    /// Row `i` decodes sentence `cross_rows[i]` of `cross` and `src_pad`; `None`: sentence `i`.
-    /// Beams share their sentence's encoder side instead of each holding a copy.
-    pub cross_rows: Option<Vec<usize>>,
+    /// Row `i` decodes sentence `cross_rows.get(i)` of `cross` and `src_pad`. Beams share their
+    /// sentence's encoder side instead of each holding a copy.
+    pub cross_rows: RowMap,
     /// Per decoder layer: self-attention keys and values of the prefix decoded so far; `None`
     /// before the first step.
     pub past: Option<Vec<PrefixCache>>,
@@ -42,7 +42,7 @@ impl TransformerState {
         TransformerState {
             cross: self.cross.clone(),
             src_pad: self.src_pad.clone(),
-            cross_rows: Some(compose_rows(self.cross_rows.as_deref(), rows)),
+            cross_rows: self.cross_rows.compose(rows),
             past: self
                 .past
                 .as_ref()
@@ -133,7 +133,7 @@ impl TransformerSeq2Seq {
                 .map(|l| l.cross_attn.keys_values(memory.clone()))
                 .collect(),
             src_pad: pad,
-            cross_rows: None,
+            cross_rows: RowMap::identity(),
             past: None,
             steps: 0,
             output: None,
@@ -177,7 +177,7 @@ impl TransformerSeq2Seq {
                 prev,
                 causal.as_ref(),
                 &state.cross[l],
-                state.cross_rows.as_deref(),
+                &state.cross_rows,
                 &state.src_pad,
             );
             x = out.x;

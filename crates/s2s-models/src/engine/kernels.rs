@@ -1,34 +1,42 @@
-//! Decoding-step operations burn has no single op for, written for the CPU backend (burn-flex)
-//! through burn's backend-extension API (`Tensor::try_into_primitive` / `from_primitive`). Off
-//! that backend, or for tensors autodiff tracks, the plain tensor ops run instead: inside
-//! [`select_rows_then_cat`], and in the caller for the kernels that return `None`. Both compute
-//! the same function (the tests compare them).
+//! The CPU kernels behind the engine's ops ([`super::ops`]): decoding-step operations burn has
+//! no single op for, written on the CPU backend's tensors (burn-flex) through burn's
+//! backend-extension API (`Tensor::try_into_primitive` / `from_primitive`). Each returns `None`
+//! off that backend and for tensors autodiff tracks; its op then runs the plain tensor ops. They
+//! are public so that tests can hold each kernel against those ops.
 
 use burn::tensor::{Bool, DType, Shape, Tensor};
 use burn_flex::{Flex, FlexTensor, Layout};
 
-use crate::{MASKED, row_ids};
+use super::{MASKED, RowMap};
 
-/// `cat([past.select(0, rows), new], 2)` for `[rows, heads, len, d]` tensors: the rows of `past`
-/// that beam search kept, in their new order, each followed by its new positions.
-///
-/// ConvS2S's beam search does this to every decoder layer's convolution window at every step.
-/// Two ops copy the window twice (once to reorder, once to grow); this copies it once.
-pub fn select_rows_then_cat(past: Tensor<4>, rows: &[usize], new: Tensor<4>) -> Tensor<4> {
-    let [_, heads, _, d] = past.dims();
-    let [new_rows, new_heads, _, new_d] = new.dims();
-    assert!(
-        rows.len() == new_rows && heads == new_heads && d == new_d,
-        "select_rows_then_cat: {} rows of {:?} after {:?}",
-        rows.len(),
-        new.dims(),
-        past.dims()
-    );
-    if let (Some(p), Some(n)) = (flex_f32(&past), flex_f32(&new)) {
-        return Tensor::from_primitive::<Flex>(select_rows_then_cat_flex(&p, rows, &n));
-    }
-    let kept = past.select(0, row_ids(rows, &new.device()));
-    Tensor::cat(vec![kept, new], 2)
+// burn-flex's vectorised `exp` and `tanh` (a patch of the vendored copy) with the fast path;
+// the standard library's otherwise (results may then differ in the last bits).
+#[cfg(feature = "fast-path")]
+use burn_flex::simd::fast_math::{exp_f32, tanh_f32};
+
+#[cfg(not(feature = "fast-path"))]
+#[inline(always)]
+fn exp_f32(x: f32) -> f32 {
+    x.exp()
+}
+
+#[cfg(not(feature = "fast-path"))]
+#[inline(always)]
+fn tanh_f32(x: f32) -> f32 {
+    x.tanh()
+}
+
+/// `cat([past.select(0, rows), new], 2)` for `[rows, heads, len, d]` tensors, copying `past`
+/// once instead of twice (see [`super::select_rows_then_cat`]).
+pub fn select_rows_then_cat(
+    past: &Tensor<4>,
+    rows: &[usize],
+    new: &Tensor<4>,
+) -> Option<Tensor<4>> {
+    let (p, n) = (flex_f32(past)?, flex_f32(new)?);
+    Some(Tensor::from_primitive::<Flex>(select_rows_then_cat_flex(
+        &p, rows, &n,
+    )))
 }
 
 fn select_rows_then_cat_flex(past: &FlexTensor, rows: &[usize], new: &FlexTensor) -> FlexTensor {
@@ -88,10 +96,10 @@ fn flex_tensor<const D: usize>(data: Vec<f32>, dims: [usize; D]) -> FlexTensor {
 
 /// Bahdanau's additive attention for one decoding step: the energy of key `s` of row `r` is
 /// `v . tanh(keys[r', s] + q[r])`, masked where `pad[r', s]` is true, then a softmax over the keys
-/// and the context `sum_s weights[r, s] values[r', s]`, where `r' = kv_rows[r]` (`None`: `r`),
-/// so the beams of one sentence read one copy of its encoder side. `q: [rows, a]` is the
-/// projected query, `keys: [n, len, a]`, `v: [a, 1]`, `values: [n, len, d]`, `pad: [n, len]`.
-/// Returns the context `[rows, d]` and the weights `[rows, len]`.
+/// and the context `sum_s weights[r, s] values[r', s]`, where `r' = kv_rows.get(r)`, so the beams
+/// of one sentence read one copy of its encoder side. `q: [rows, a]` is the projected query,
+/// `keys: [n, len, a]`, `v: [a, 1]`, `values: [n, len, d]`, `pad: [n, len]`. Returns the context
+/// `[rows, d]` and the weights `[rows, len]`.
 ///
 /// The tensor ops materialise `keys + q` and its `tanh` (`[rows, len, a]`), multiply by `v` as a
 /// one-column gemm and take the context as one tiny gemm per row; here each key's energy is
@@ -102,7 +110,7 @@ pub fn additive_attention(
     v: &Tensor<2>,
     values: &Tensor<3>,
     pad: &Tensor<2, Bool>,
-    kv_rows: Option<&[usize]>,
+    kv_rows: &RowMap,
 ) -> Option<(Tensor<2>, Tensor<2>)> {
     let (q, keys, v) = (
         flex_f32(q)?.to_contiguous(),
@@ -118,10 +126,7 @@ pub fn additive_attention(
         "additive_attention: shapes {qs:?} {ks:?} {:?} {vs:?}",
         shape(&v)
     );
-    assert!(match kv_rows {
-        Some(m) => m.len() == rows && m.iter().all(|&r| r < n),
-        None => n == rows,
-    });
+    assert!(kv_rows.fits(rows, n));
     let mut context = vec![0.0f32; rows * d];
     let mut weights = vec![0.0f32; rows * len];
     let kernel = Additive {
@@ -146,8 +151,8 @@ struct Additive<'a> {
     v: &'a [f32],
     values: &'a [f32],
     pad: &'a [u8],
-    /// Row of `keys`, `values` and `pad` each query row reads; `None`: its own.
-    kv_rows: Option<&'a [usize]>,
+    /// Row of `keys`, `values` and `pad` each query row reads.
+    kv_rows: &'a RowMap,
     /// rows, keys per row, attention size, value size.
     dims: [usize; 4],
 }
@@ -158,7 +163,7 @@ impl StepKernel for Additive<'_> {
         let [rows, len, a, d] = self.dims;
         let mut hidden = vec![0.0f32; a];
         for r in 0..rows {
-            let kv_r = self.kv_rows.map_or(r, |m| m[r]);
+            let kv_r = self.kv_rows.get(r);
             let q = &self.q[r * a..(r + 1) * a];
             let w = &mut weights[r * len..(r + 1) * len];
             for (s, w) in w.iter_mut().enumerate() {
@@ -168,7 +173,7 @@ impl StepKernel for Additive<'_> {
                 }
                 let key = &self.keys[(kv_r * len + s) * a..(kv_r * len + s + 1) * a];
                 for ((h, &k), &q) in hidden.iter_mut().zip(key).zip(q) {
-                    *h = burn_flex::simd::fast_math::tanh_f32(k + q);
+                    *h = tanh_f32(k + q);
                 }
                 *w = dot(self.v, &hidden);
             }
@@ -190,7 +195,7 @@ fn dims4(t: &FlexTensor) -> [usize; 4] {
 }
 
 /// Keys and values a decoding step attends over, in order: the encoder side (one segment), or a
-/// prefix cache (one segment per decoded block, see `PrefixCache`).
+/// prefix cache (one segment per decoded block, see [`super::PrefixCache`]).
 #[derive(Clone, Copy)]
 pub struct Segment<'a> {
     /// `[n, heads, len, d_k]`; `value` is `[n, heads, len, d_v]`.
@@ -198,8 +203,8 @@ pub struct Segment<'a> {
     pub value: &'a Tensor<4>,
     /// `[n, len]`, true at padded keys.
     pub pad: Option<&'a Tensor<2, Bool>>,
-    /// Query row `i` reads row `rows[i]` of this segment; `None`: row `i` (and `n = rows`).
-    pub rows: Option<&'a [usize]>,
+    /// Query row `i` reads row `rows.get(i)` of this segment.
+    pub rows: &'a RowMap,
 }
 
 /// Dot-product attention of a single query position per row, as a decoding step needs it:
@@ -211,8 +216,7 @@ pub struct Segment<'a> {
 ///
 /// With one query, every (row, head) product is a vector-matrix product of a few dozen keys: as
 /// two batched matmuls that is two tiny gemm calls per (row, head), mostly call overhead. Here
-/// it is one loop over the keys. `None` off the CPU backend or for tracked (autodiff) tensors:
-/// the caller then runs the general path, which computes the same function.
+/// it is one loop over the keys. `None` off the CPU backend or for tracked (autodiff) tensors.
 pub fn single_query_attention(
     q: &Tensor<4>,
     segments: &[Segment<'_>],
@@ -235,10 +239,7 @@ pub fn single_query_attention(
         };
         let [n, _, len, _] = key.dims;
         assert!(key.dims == [n, heads, len, d_k] && value.dims == [n, heads, len, d_v]);
-        assert!(match seg.rows {
-            Some(m) => m.len() == rows && m.iter().all(|&r| r < n),
-            None => n == rows,
-        });
+        assert!(seg.rows.fits(rows, n));
         parts.push((key, value, pad, seg.rows));
     }
     let total: usize = parts.iter().map(|p| p.0.dims[2]).sum();
@@ -255,7 +256,7 @@ pub fn single_query_attention(
                     let [n, _, len, _] = key.dims;
                     &p.storage::<u8>()[..n * len]
                 }),
-                rows: *rows,
+                rows,
             })
             .collect(),
         heads,
@@ -322,7 +323,7 @@ struct AttendSegment<'a> {
     key: &'a Strided,
     value: &'a Strided,
     pad: Option<&'a [u8]>,
-    rows: Option<&'a [usize]>,
+    rows: &'a RowMap,
 }
 
 /// A kernel writing a decoding step's attention context and weights, compiled for each vector
@@ -376,7 +377,7 @@ impl StepKernel for Attend<'_> {
         // sums its positions in order.
         for r in 0..self.q.len() / (heads * d_k) {
             for (g, kv_r) in self.segments.iter().zip(kv_rows.iter_mut()) {
-                *kv_r = g.rows.map_or(r, |m| m[r]);
+                *kv_r = g.rows.get(r);
             }
             let q = &self.q[r * heads * d_k..(r + 1) * heads * d_k];
             let w = &mut weights[r * heads * len..(r + 1) * heads * len];
@@ -443,7 +444,7 @@ fn softmax_in_place(w: &mut [f32]) {
     let max = w.iter().copied().fold(f32::NEG_INFINITY, f32::max);
     let mut sum = 0.0f32;
     for x in w.iter_mut() {
-        *x = burn_flex::simd::fast_math::exp_f32(*x - max);
+        *x = exp_f32(*x - max);
         sum += *x;
     }
     let inv = 1.0 / sum;
