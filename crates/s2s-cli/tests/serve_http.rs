@@ -380,10 +380,11 @@ fn concurrent_requests_are_batched_and_match_serial_decoding() {
 
     // Serial decoding, one sentence at a time, with the library.
     let device = burn::tensor::Device::flex();
-    let loaded = s2s_infer::model_dir::load(model_dir(), &device).unwrap();
+    let translator = s2s_infer::Translator::load(model_dir(), &device).unwrap();
+    let loaded = translator.loaded();
     for (i, (s, r)) in sentences.iter().zip(&resps).enumerate() {
         let o = opts[i % opts.len()];
-        let src = loaded.encode_source(s);
+        let src = translator.encode(s);
         let want = s2s_models::decoder::translate_all(
             &loaded.model,
             &device,

@@ -125,18 +125,6 @@ pub struct LoadedModel {
     pub device: Device,
 }
 
-impl LoadedModel {
-    /// Cleans and encodes a source sentence the way the training corpus was.
-    pub fn encode_source(&self, text: &str) -> Vec<u32> {
-        let cleaned = s2s_data::clean_line(
-            text,
-            &self.data.options.clean,
-            self.data.options.src_is_chinese,
-        );
-        self.src_tokenizer.encode(&cleaned)
-    }
-}
-
 /// Loads config, tokenizers and the best weights, checking that they fit together.
 pub fn load(dir: &Path, device: &Device) -> Result<LoadedModel, InferError> {
     let run = read_run_config(dir)?;

@@ -93,10 +93,13 @@ impl Translator {
 
     /// Cleans and encodes a source sentence the way the training corpus was.
     pub fn encode(&self, text: &str) -> Vec<u32> {
-        self.loaded.encode_source(text)
+        let options = &self.loaded.data.options;
+        let cleaned = s2s_data::clean_line(text, &options.clean, options.src_is_chinese);
+        self.loaded.src_tokenizer.encode(&cleaned)
     }
 
-    fn encode_all(&self, texts: &[String]) -> Vec<Vec<u32>> {
+    /// [`Translator::encode`] of every text.
+    pub fn encode_all(&self, texts: &[String]) -> Vec<Vec<u32>> {
         texts.iter().map(|t| self.encode(t)).collect()
     }
 

@@ -5,8 +5,8 @@
 //! blocks for a first job, then keeps collecting for at most `max_wait` or until `max_batch`
 //! sentences are pending. It drops jobs whose client already gave up, encodes the sentences,
 //! groups the jobs by [`SearchOptions`] (in arrival order) and decodes each group with one
-//! [`Translator::search`] call in batches of at most `max_batch` sentences. Search is batch-invariant,
-//! so a sentence gets the same result alone or batched with others.
+//! [`Translator::search`] call in batches of at most `max_batch` sentences. Search is
+//! batch-invariant, so a sentence gets the same result alone or batched with others.
 
 use crate::api::{ApiError, SearchOptions, Translation};
 use s2s_infer::Translator;
@@ -236,7 +236,7 @@ fn run_jobs(translator: &Translator, jobs: Vec<Job>, cfg: &EngineConfig, stats: 
         if job.reply.is_closed() {
             continue;
         }
-        let sources: Vec<Vec<u32>> = job.texts.iter().map(|t| translator.encode(t)).collect();
+        let sources = translator.encode_all(&job.texts);
         if let Some((i, s)) = sources
             .iter()
             .enumerate()
