@@ -4,7 +4,7 @@ use crate::attention::Score;
 use crate::convs2s::ConvS2SConfig;
 use crate::rnn::model::Bridge;
 use crate::rnn::{CellKind, ContextMode, RnnAttention, RnnConfig};
-use crate::transformer::{Positions, TransformerConfig};
+use crate::transformer::{Activation, Positions, TransformerConfig};
 use serde::{Deserialize, Serialize};
 
 /// An architecture and its hyperparameters, as written to `config.toml` under `[model]`.
@@ -84,6 +84,9 @@ fn transformer(
         pre_norm: false,
         share_embeddings: false,
         tie_output: true,
+        activation: Activation::Relu,
+        scale_embeddings: true,
+        logits_bias: false,
         alignment_layer: None,
     }
 }

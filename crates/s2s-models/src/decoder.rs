@@ -14,7 +14,8 @@ use s2s_search::step::{StepModel, StepOutput};
 pub struct Decoder<'a> {
     pub model: &'a Seq2SeqModel,
     pub device: Device,
-    pub pad_id: u32,
+    /// `pad` pads sources; `eos` ends each of them.
+    pub special: s2s_search::SpecialTokens,
     pub vocab_size: usize,
 }
 
@@ -57,9 +58,9 @@ impl StepModel for Decoder<'_> {
         // Sources end with <eos>, as in training batches.
         let rows: Vec<Vec<u32>> = sources
             .iter()
-            .map(|s| s.iter().copied().chain([s2s_data::EOS]).collect())
+            .map(|s| s.iter().copied().chain([self.special.eos]).collect())
             .collect();
-        let src = PaddedIds::new(&rows, self.pad_id, &self.device);
+        let src = PaddedIds::new(&rows, self.special.pad, &self.device);
         let src_len = src.ids.dims()[1];
         let model = match self.model {
             Seq2SeqModel::Rnn(m) => {
@@ -158,7 +159,7 @@ pub fn translate_all(
     let decoder = Decoder {
         model,
         device: device.clone(),
-        pad_id: cfg.special.pad,
+        special: cfg.special,
         vocab_size,
     };
     let mut order: Vec<usize> = (0..sources.len()).collect();

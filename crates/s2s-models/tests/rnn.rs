@@ -71,7 +71,7 @@ fn padding_does_not_change_a_sentence() {
         let dec = Decoder {
             model: &m,
             device: device.clone(),
-            pad_id: 0,
+            special: s2s_search::SearchConfig::default().special,
             vocab_size: VOCAB,
         };
         let short = vec![5, 6, 7];

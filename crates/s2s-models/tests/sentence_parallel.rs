@@ -65,7 +65,7 @@ fn split_batch_decodes_as_one_search() {
             let decoder = Decoder {
                 model: &model,
                 device: device(),
-                pad_id: PAD,
+                special: search.special,
                 vocab_size: VOCAB,
             };
             let whole = s2s_search::search(&decoder, &sources, &search).unwrap();

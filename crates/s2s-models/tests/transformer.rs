@@ -5,7 +5,7 @@ mod common;
 
 use burn::tensor::{Int, Tensor, TensorData};
 use common::*;
-use s2s_models::transformer::{Positions, TransformerConfig};
+use s2s_models::transformer::{Activation, Positions, TransformerConfig};
 use s2s_models::{ModelConfig, PaddedIds, Seq2SeqModel};
 
 fn tiny() -> TransformerConfig {
@@ -15,7 +15,8 @@ fn tiny() -> TransformerConfig {
     }
 }
 
-/// The preset and variants exercising pre-norm, learned positions, shared and untied embeddings,
+/// The preset and variants exercising Marian's options (SiLU, concatenated sinusoids, unscaled
+/// embeddings, a logits bias), pre-norm, learned positions, shared and untied embeddings,
 /// a chosen alignment layer, and dropout settings (inert at inference).
 fn variants() -> Vec<ModelConfig> {
     let t = tiny();
@@ -29,6 +30,15 @@ fn variants() -> Vec<ModelConfig> {
             dropout: 0.3,
             attention_dropout: 0.1,
             activation_dropout: 0.1,
+            ..t.clone()
+        }),
+        // Marian's options.
+        ModelConfig::Transformer(TransformerConfig {
+            positions: Positions::SinusoidalConcat,
+            activation: Activation::Swish,
+            scale_embeddings: false,
+            logits_bias: true,
+            share_embeddings: true,
             ..t.clone()
         }),
         ModelConfig::Transformer(TransformerConfig {

@@ -41,7 +41,13 @@ impl DecoderLayer {
             self_attn_sub: sub(),
             cross_attn: attn(),
             cross_attn_sub: sub(),
-            ffn: FeedForward::new(d, cfg.ffn_dim, cfg.activation_dropout, device),
+            ffn: FeedForward::new(
+                d,
+                cfg.ffn_dim,
+                cfg.activation,
+                cfg.activation_dropout,
+                device,
+            ),
             ffn_sub: sub(),
         }
     }

@@ -25,7 +25,13 @@ impl EncoderLayer {
         Self {
             self_attn: MultiHeadAttention::new(d, cfg.heads, cfg.attention_dropout, device),
             self_attn_sub: Sublayer::new(d, cfg.dropout, cfg.pre_norm, device),
-            ffn: FeedForward::new(d, cfg.ffn_dim, cfg.activation_dropout, device),
+            ffn: FeedForward::new(
+                d,
+                cfg.ffn_dim,
+                cfg.activation,
+                cfg.activation_dropout,
+                device,
+            ),
             ffn_sub: Sublayer::new(d, cfg.dropout, cfg.pre_norm, device),
         }
     }

@@ -14,6 +14,7 @@ pub mod model;
 pub mod positions;
 pub mod sublayer;
 
+pub use feed_forward::Activation;
 pub use model::{TransformerSeq2Seq, TransformerState};
 pub use positions::Positions;
 
@@ -46,10 +47,25 @@ pub struct TransformerConfig {
     pub share_embeddings: bool,
     /// The output projection is the transposed target embedding table.
     pub tie_output: bool,
+    /// The feed-forward network's nonlinearity (Marian's models use `swish`).
+    #[serde(default)]
+    pub activation: Activation,
+    /// Multiply token embeddings by `sqrt(d_model)` before adding positions (Vaswani 2017; Marian's
+    /// `scale_embedding`).
+    #[serde(default = "yes")]
+    pub scale_embeddings: bool,
+    /// A learned bias over the vocabulary added to the output logits (Marian's
+    /// `final_logits_bias`).
+    #[serde(default)]
+    pub logits_bias: bool,
     /// The decoder layer (0-based) whose encoder-decoder attention, averaged over heads, is
     /// reported for alignments and heatmaps; default: the last.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub alignment_layer: Option<usize>,
+}
+
+fn yes() -> bool {
+    true
 }
 
 impl TransformerConfig {
@@ -63,7 +79,7 @@ impl TransformerConfig {
                 self.d_model, self.heads
             ));
         }
-        if self.positions == Positions::Sinusoidal && !self.d_model.is_multiple_of(2) {
+        if self.positions.is_sinusoidal() && !self.d_model.is_multiple_of(2) {
             return Err(format!(
                 "sinusoidal positions need an even d_model, got {}",
                 self.d_model

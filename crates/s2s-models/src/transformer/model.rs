@@ -1,7 +1,7 @@
 //! [`TransformerSeq2Seq`]: embeddings, the encoder and decoder stacks and the output projection,
 //! with a parallel teacher-forced pass for training and an incremental, KV-cached step for search.
 
-use burn::module::Module;
+use burn::module::{Module, Param};
 use burn::nn::{Dropout, DropoutConfig, Embedding, Linear};
 use burn::tensor::{Bool, Device, Int, Tensor};
 
@@ -64,6 +64,8 @@ pub struct TransformerSeq2Seq {
     pub decoder: TransformerDecoder,
     /// Output projection; `None` when `tie_output` reuses `tgt_emb` (transposed).
     pub output: Option<Linear>,
+    /// With `logits_bias`: a bias over the vocabulary added to every output's logits.
+    pub logits_bias: Option<Param<Tensor<1>>>,
     /// Dropout on the summed token and position embeddings.
     pub dropout: Dropout,
     #[module(skip)]
@@ -92,12 +94,16 @@ impl TransformerSeq2Seq {
             encoder: TransformerEncoder::new(cfg, device),
             decoder: TransformerDecoder::new(cfg, device),
             output: (!cfg.tie_output).then(|| xavier_linear(d, tgt_vocab, false, device)),
+            logits_bias: cfg
+                .logits_bias
+                .then(|| Param::from_tensor(Tensor::zeros([tgt_vocab], device))),
             dropout: DropoutConfig::new(cfg.dropout).init(),
             cfg: cfg.clone(),
         }
     }
 
-    /// `table(ids) * sqrt(d) + PE(start..)`, then dropout: `[batch, len, d]`.
+    /// `table(ids) * sqrt(d) + PE(start..)` (unscaled without `scale_embeddings`), then dropout:
+    /// `[batch, len, d]`.
     fn embed(
         &self,
         table: &Embedding,
@@ -107,10 +113,11 @@ impl TransformerSeq2Seq {
     ) -> Tensor<3> {
         let [_, len] = ids.dims();
         let device = ids.device();
-        let x = table
-            .forward(ids)
-            .mul_scalar((self.cfg.d_model as f64).sqrt())
-            + pos.forward(start, len, &device);
+        let mut x = table.forward(ids);
+        if self.cfg.scale_embeddings {
+            x = x.mul_scalar((self.cfg.d_model as f64).sqrt());
+        }
+        let x = x + pos.forward(start, len, &device);
         self.dropout.forward(x)
     }
 
@@ -195,13 +202,18 @@ impl TransformerSeq2Seq {
         )
     }
 
-    /// The vocabulary projection: the output layer, or the transposed target embeddings if tied.
+    /// The vocabulary projection: the output layer, or the transposed target embeddings if tied,
+    /// plus the logits bias if any.
     pub fn output_layer(&self) -> OutputLayer {
+        let bias = self.logits_bias.as_ref().map(|b| b.val());
         match &self.output {
-            Some(out) => OutputLayer::of_linear(out),
+            Some(out) => OutputLayer {
+                weight: out.weight.val(),
+                bias,
+            },
             None => OutputLayer {
                 weight: self.tgt_emb.weight.val().transpose(),
-                bias: None,
+                bias,
             },
         }
     }

@@ -10,22 +10,44 @@ use crate::init::embedding;
 
 /// How positions are encoded.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "kebab-case")]
 pub enum Positions {
     /// `PE(p, 2i) = sin(p / 10000^(2i/d))`, `PE(p, 2i+1) = cos(p / 10000^(2i/d))`.
     Sinusoidal,
+    /// The same angles laid out as all sines, then all cosines: `PE(p, i) = sin(..)` and
+    /// `PE(p, d/2 + i) = cos(..)` (Marian, tensor2tensor and fairseq's layout).
+    SinusoidalConcat,
     /// A trained `[max_positions, d]` table.
     Learned,
 }
 
-/// The sinusoids of positions `start..start+len`, `[len, d]` (`d` even).
-pub fn sinusoids(start: usize, len: usize, d: usize, device: &Device) -> Tensor<2> {
-    let mut v = Vec::with_capacity(len * d);
-    for p in start..start + len {
-        for i in 0..d / 2 {
+impl Positions {
+    pub fn is_sinusoidal(self) -> bool {
+        matches!(self, Positions::Sinusoidal | Positions::SinusoidalConcat)
+    }
+}
+
+/// The sinusoids of positions `start..start+len` in `layout` (one of the sinusoidal kinds),
+/// `[len, d]` (`d` even).
+pub fn sinusoids(
+    layout: Positions,
+    start: usize,
+    len: usize,
+    d: usize,
+    device: &Device,
+) -> Tensor<2> {
+    let half = d / 2;
+    let mut v = vec![0f32; len * d];
+    for (row, p) in (start..start + len).enumerate() {
+        let out = &mut v[row * d..(row + 1) * d];
+        for i in 0..half {
             let angle = p as f64 / 10_000f64.powf(2.0 * i as f64 / d as f64);
-            v.push(angle.sin() as f32);
-            v.push(angle.cos() as f32);
+            let (sin, cos) = (angle.sin() as f32, angle.cos() as f32);
+            if layout == Positions::SinusoidalConcat {
+                (out[i], out[half + i]) = (sin, cos);
+            } else {
+                (out[2 * i], out[2 * i + 1]) = (sin, cos);
+            }
         }
     }
     Tensor::from_data(TensorData::new(v, [len, d]), device)
@@ -36,6 +58,8 @@ pub struct PositionEncoding {
     /// The learned table; `None` for sinusoids.
     pub table: Option<Embedding>,
     pub d_model: usize,
+    #[module(skip)]
+    pub kind: Positions,
 }
 
 impl PositionEncoding {
@@ -51,6 +75,7 @@ impl PositionEncoding {
                 )
             }),
             d_model,
+            kind,
         }
     }
 
@@ -58,7 +83,7 @@ impl PositionEncoding {
     /// batch. A learned table repeats its last row past `max_positions` rather than failing.
     pub fn forward(&self, start: usize, len: usize, device: &Device) -> Tensor<3> {
         match &self.table {
-            None => sinusoids(start, len, self.d_model, device).unsqueeze_dim(0),
+            None => sinusoids(self.kind, start, len, self.d_model, device).unsqueeze_dim(0),
             Some(table) => {
                 let max = table.weight.dims()[0];
                 let ids: Vec<i64> = (start..start + len)

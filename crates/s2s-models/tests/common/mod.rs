@@ -14,6 +14,12 @@ pub const VOCAB: usize = 23;
 pub const PAD: u32 = s2s_data::PAD;
 pub const BOS: u32 = s2s_data::BOS;
 pub const EOS: u32 = s2s_data::EOS;
+pub const SPECIAL: s2s_search::SpecialTokens = s2s_search::SpecialTokens {
+    pad: PAD,
+    unk: s2s_data::UNK,
+    bos: BOS,
+    eos: EOS,
+};
 
 /// Deterministic values in [-1, 1) without an RNG: a multiplicative hash of the index.
 pub fn hashed_values(len: usize, seed: u64) -> Vec<f32> {
@@ -212,7 +218,7 @@ pub fn check_cached_matches_uncached(model: &Seq2SeqModel) {
     let decoder = Decoder {
         model,
         device: device_of(model),
-        pad_id: PAD,
+        special: SPECIAL,
         vocab_size: VOCAB,
     };
     // `start` appends <eos> itself.
@@ -275,12 +281,7 @@ pub fn check_weights_and_search(cfg: &ModelConfig, model: &Seq2SeqModel) {
             nbest: 1,
             max_len: 8,
             return_attention: true,
-            special: s2s_search::SpecialTokens {
-                pad: PAD,
-                unk: s2s_data::UNK,
-                bos: BOS,
-                eos: EOS,
-            },
+            special: SPECIAL,
             ..Default::default()
         };
         let hyps =
