@@ -38,6 +38,10 @@ enum Command {
     Plot(cmd::plot::PlotArgs),
     /// Measure training and decoding throughput and peak memory on fixed shapes.
     Bench(cmd::bench::BenchArgs),
+    /// Import a model trained elsewhere (`s2s import marian Helsinki-NLP/opus-mt-en-zh --out DIR`).
+    Import(cmd::convert::ImportArgs),
+    /// Export a model for other toolkits (`s2s export hf-marian MODEL_DIR --out DIR`).
+    Export(cmd::convert::ExportArgs),
     /// Get benchmark corpora (`s2s data get multi30k --out DIR [--from DIR]`), verified by sha256.
     Data(cmd::data::DataArgs),
 }
@@ -56,6 +60,8 @@ fn main() {
         Command::Plot(args) => cmd::plot::run(args),
         Command::Bench(args) => cmd::bench::run(args),
         Command::Data(args) => cmd::data::run(args),
+        Command::Import(args) => cmd::convert::import(args),
+        Command::Export(args) => cmd::convert::export(args),
     };
     if let Err(err) = result {
         eprintln!("error: {err:#}");

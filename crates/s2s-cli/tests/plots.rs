@@ -98,7 +98,7 @@ fn attention_plots() {
         attention: true,
         ..SearchOptions::default()
     }
-    .to_config();
+    .to_config(translator.specials());
     let translations = translator.translate(&lines, &cfg, 64).unwrap();
     let arch = translator.arch_name();
     let out = tempfile::tempdir().unwrap();

@@ -390,7 +390,7 @@ fn concurrent_requests_are_batched_and_match_serial_decoding() {
             &device,
             loaded.run.tgt_vocab,
             std::slice::from_ref(&src),
-            &o.to_config(),
+            &o.to_config(translator.specials()),
             1,
         )
         .unwrap()
@@ -436,4 +436,46 @@ fn graceful_shutdown_finishes_in_flight_requests() {
         std::net::TcpStream::connect(addr).is_err(),
         "no longer listening"
     );
+}
+
+/// An imported multilingual Marian model: `target_lang` puts the language tag in front of every
+/// sentence (`src` stays as sent), and a language the model lacks is a 400 naming the ones it has.
+#[test]
+fn target_language_of_an_imported_marian_model() {
+    let tmp = tempfile::tempdir().unwrap();
+    let model = tmp.path().join("m");
+    let fixture =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/marian/model");
+    s2s_interop::marian::import(&fixture, &model, false).unwrap();
+    let mut cfg = s2s_serve::ServeConfig::new(&model);
+    cfg.addr = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
+    let server = start(cfg);
+    let texts = ["I am Japanese.", "I want to cry."];
+    let r = translate(
+        server.addr(),
+        &json!({"text": texts, "target_lang": "cmn_Hant", "beam": 2}),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    let got = r.json();
+
+    let device = burn::tensor::Device::flex();
+    let translator = s2s_infer::Translator::load(&model, &device).unwrap();
+    let owned: Vec<String> = texts.iter().map(|t| t.to_string()).collect();
+    let tagged = translator.with_target_lang(&owned, "cmn_Hant").unwrap();
+    let opts = SearchOptions {
+        beam: 2,
+        ..SearchOptions::default()
+    };
+    let want = translator
+        .translate(&tagged, &opts.to_config(translator.specials()), 64)
+        .unwrap();
+    for (i, w) in want.iter().enumerate() {
+        let g = &got["translations"][i];
+        assert_eq!(g["src"], texts[i]);
+        assert_eq!(g["hyps"][0]["text"], w.hyps[0].text.as_str());
+        assert_eq!(g["src_tokens"][0], ">>cmn_Hant<<");
+    }
+    let bad = translate(server.addr(), &json!({"text": "x", "target_lang": "deu"}));
+    assert_eq!(bad.status, 400);
+    assert!(bad.error().contains(">>cmn_Hans<<"), "{}", bad.body);
 }

@@ -3,11 +3,13 @@
 //! # Layout of a batch
 //! For a pair (x, y) of token sequences (as produced by [`crate::TextTokenizer::encode`], no
 //! specials):
-//! - the source row is `x ++ [EOS]`, of length `|x| + 1`;
-//! - the decoder input row is `[BOS] ++ y` and the decoder output row is `y ++ [EOS]`, both of
+//! - the source row is `x ++ [eos]`, of length `|x| + 1`;
+//! - the decoder input row is `[bos] ++ y` and the decoder output row is `y ++ [eos]`, both of
 //!   length `|y| + 1`.
 //!
-//! Rows are padded with [`PAD`] to the longest row of the batch and stored row-major.
+//! Rows are padded with `pad` to the longest row of the batch and stored row-major; the ids come
+//! from the vocabulary's [`Specials`]. The masks, not the ids, say where padding is (Marian's
+//! `bos` equals its `pad`).
 //!
 //! # Token budget
 //! The *cost* of a pair is `max(|x|, |y|) + 1`, the longer of its source and target rows. The
@@ -26,7 +28,7 @@ use rand_chacha::ChaCha8Rng;
 use rand_chacha::rand_core::{RngCore, SeedableRng};
 use serde::{Deserialize, Serialize};
 
-use crate::{BOS, EOS, PAD};
+use crate::Specials;
 
 /// Limits of a batch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -151,47 +153,53 @@ pub struct Batch {
     pub src_len: usize,
     /// Padded target length: `max(|y|) + 1`.
     pub tgt_len: usize,
-    /// `[batch_size, src_len]`: `x ++ [EOS]`, then [`PAD`].
+    /// `[batch_size, src_len]`: `x ++ [eos]`, then `pad`.
     pub src: Vec<u32>,
     /// Unpadded length of each source row (`|x| + 1`).
     pub src_lens: Vec<usize>,
     /// `[batch_size, src_len]`: `true` on real tokens, `false` on padding.
     pub src_mask: Vec<bool>,
-    /// `[batch_size, tgt_len]`: `[BOS] ++ y`, then [`PAD`].
+    /// `[batch_size, tgt_len]`: `[bos] ++ y`, then `pad`.
     pub tgt_in: Vec<u32>,
-    /// `[batch_size, tgt_len]`: `y ++ [EOS]`, then [`PAD`].
+    /// `[batch_size, tgt_len]`: `y ++ [eos]`, then `pad`.
     pub tgt_out: Vec<u32>,
     /// Unpadded length of each target row (`|y| + 1`).
     pub tgt_lens: Vec<usize>,
     /// `[batch_size, tgt_len]`: `true` on real tokens, `false` on padding.
     pub tgt_mask: Vec<bool>,
+    /// The ids the rows were built with.
+    pub specials: Specials,
 }
 
 impl Batch {
     /// Builds a batch from `(x, y)` pairs of token ids without specials.
-    pub fn from_pairs<S: AsRef<[u32]>, T: AsRef<[u32]>>(pairs: &[(S, T)]) -> Batch {
+    pub fn from_pairs<S: AsRef<[u32]>, T: AsRef<[u32]>>(
+        pairs: &[(S, T)],
+        specials: Specials,
+    ) -> Batch {
+        let Specials { pad, bos, eos, .. } = specials;
         let b = pairs.len();
         let src_lens: Vec<usize> = pairs.iter().map(|(x, _)| x.as_ref().len() + 1).collect();
         let tgt_lens: Vec<usize> = pairs.iter().map(|(_, y)| y.as_ref().len() + 1).collect();
         let src_len = src_lens.iter().copied().max().unwrap_or(1);
         let tgt_len = tgt_lens.iter().copied().max().unwrap_or(1);
-        let mut src = vec![PAD; b * src_len];
+        let mut src = vec![pad; b * src_len];
         let mut src_mask = vec![false; b * src_len];
-        let mut tgt_in = vec![PAD; b * tgt_len];
-        let mut tgt_out = vec![PAD; b * tgt_len];
+        let mut tgt_in = vec![pad; b * tgt_len];
+        let mut tgt_out = vec![pad; b * tgt_len];
         let mut tgt_mask = vec![false; b * tgt_len];
         for (r, (x, y)) in pairs.iter().enumerate() {
             let (x, y) = (x.as_ref(), y.as_ref());
             let row = &mut src[r * src_len..(r + 1) * src_len];
             row[..x.len()].copy_from_slice(x);
-            row[x.len()] = EOS;
+            row[x.len()] = eos;
             src_mask[r * src_len..r * src_len + x.len() + 1].fill(true);
             let row_in = &mut tgt_in[r * tgt_len..(r + 1) * tgt_len];
-            row_in[0] = BOS;
+            row_in[0] = bos;
             row_in[1..=y.len()].copy_from_slice(y);
             let row_out = &mut tgt_out[r * tgt_len..(r + 1) * tgt_len];
             row_out[..y.len()].copy_from_slice(y);
-            row_out[y.len()] = EOS;
+            row_out[y.len()] = eos;
             tgt_mask[r * tgt_len..r * tgt_len + y.len() + 1].fill(true);
         }
         Batch {
@@ -205,14 +213,15 @@ impl Batch {
             tgt_out,
             tgt_lens,
             tgt_mask,
+            specials,
         }
     }
 
     /// Builds a source-only batch for inference: the targets are empty, so `tgt_in` is
-    /// `[BOS]` and `tgt_out` is `[EOS]` on each row.
-    pub fn from_sources<S: AsRef<[u32]>>(sources: &[S]) -> Batch {
+    /// `[bos]` and `tgt_out` is `[eos]` on each row.
+    pub fn from_sources<S: AsRef<[u32]>>(sources: &[S], specials: Specials) -> Batch {
         let pairs: Vec<(&[u32], &[u32])> = sources.iter().map(|s| (s.as_ref(), &[][..])).collect();
-        Batch::from_pairs(&pairs)
+        Batch::from_pairs(&pairs, specials)
     }
 
     /// Rows `range` of this batch as a batch of their own, with the same padded lengths, so
@@ -230,6 +239,7 @@ impl Batch {
             tgt_out: self.tgt_out[range.start * t..range.end * t].to_vec(),
             tgt_lens: self.tgt_lens[range.clone()].to_vec(),
             tgt_mask: self.tgt_mask[range.start * t..range.end * t].to_vec(),
+            specials: self.specials,
         }
     }
 
@@ -248,6 +258,8 @@ impl Batch {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{BOS, EOS, PAD};
+    const S2S: Specials = Specials::S2S;
 
     #[test]
     fn rows_keep_the_padded_lengths() {
@@ -256,10 +268,10 @@ mod tests {
             (vec![9], vec![10, 11, 12]),
             (vec![13, 14], vec![15, 16]),
         ];
-        let whole = Batch::from_pairs(&pairs);
+        let whole = Batch::from_pairs(&pairs, S2S);
         let tail = whole.rows(1..3);
         assert_eq!((tail.batch_size, tail.src_len, tail.tgt_len), (2, 4, 4));
-        let alone = Batch::from_pairs(&pairs[1..]);
+        let alone = Batch::from_pairs(&pairs[1..], S2S);
         // The same rows built on their own pad to their own lengths; cut from the whole batch
         // they keep its lengths, and so its padding.
         assert_eq!(alone.src_len, 3);
@@ -278,7 +290,10 @@ mod tests {
 
     #[test]
     fn pads_and_shifts() {
-        let b = Batch::from_pairs(&[(vec![5, 6, 7], vec![8]), (vec![9], vec![10, 11, 12])]);
+        let b = Batch::from_pairs(
+            &[(vec![5, 6, 7], vec![8]), (vec![9], vec![10, 11, 12])],
+            S2S,
+        );
         assert_eq!((b.batch_size, b.src_len, b.tgt_len), (2, 4, 4));
         assert_eq!(b.src, vec![5, 6, 7, EOS, 9, EOS, PAD, PAD]);
         assert_eq!(b.src_lens, vec![4, 2]);
@@ -300,10 +315,25 @@ mod tests {
 
     #[test]
     fn source_only_batch() {
-        let b = Batch::from_sources(&[vec![4u32], vec![]]);
+        let b = Batch::from_sources(&[vec![4u32], vec![]], S2S);
         assert_eq!(b.src, vec![4, EOS, EOS, PAD]);
         assert_eq!(b.tgt_in, vec![BOS, BOS]);
         assert_eq!(b.tgt_out, vec![EOS, EOS]);
+    }
+
+    #[test]
+    fn marian_layout_starts_from_pad_and_masks_say_where_padding_is() {
+        let marian = Specials {
+            pad: 9,
+            unk: 1,
+            bos: 9,
+            eos: 0,
+        };
+        let b = Batch::from_pairs(&[(vec![5, 6], vec![7]), (vec![4], vec![])], marian);
+        assert_eq!(b.src, vec![5, 6, 0, 4, 0, 9]);
+        assert_eq!(b.tgt_in, vec![9, 7, 9, 9]);
+        assert_eq!(b.tgt_out, vec![7, 0, 0, 9]);
+        assert_eq!(b.tgt_mask, vec![true, true, true, false]);
     }
 
     #[test]

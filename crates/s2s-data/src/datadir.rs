@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::Specials;
 use crate::batch::Batch;
 use crate::clean::{CleanConfig, clean_line};
 use crate::error::{DataError, Result};
@@ -200,6 +201,8 @@ impl ParallelText {
 pub struct EncodedSplit {
     pub src: Vec<Vec<u32>>,
     pub tgt: Vec<Vec<u32>>,
+    /// The vocabulary's special ids, which batches add.
+    pub specials: Specials,
 }
 
 impl EncodedSplit {
@@ -226,7 +229,7 @@ impl EncodedSplit {
             .iter()
             .map(|&i| (self.src[i].as_slice(), self.tgt[i].as_slice()))
             .collect();
-        Batch::from_pairs(&pairs)
+        Batch::from_pairs(&pairs, self.specials)
     }
 }
 
@@ -265,7 +268,14 @@ impl DataDir {
                 .iter()
                 .map(|s| self.tgt_tokenizer.encode(s))
                 .collect(),
+            specials: self.specials(),
         }
+    }
+
+    /// The special ids of the target vocabulary, which [`load_data_dir`] checks the source
+    /// vocabulary agrees with.
+    pub fn specials(&self) -> Specials {
+        self.tgt_tokenizer.specials()
     }
 
     /// Cleans a source sentence the way the corpus was cleaned (for translation input).
@@ -285,6 +295,16 @@ impl DataDir {
             self.meta.options.tgt_is_chinese,
         )
     }
+}
+
+/// Writes `data.toml` into `dir`, atomically.
+pub fn write_data_toml(dir: &Path, record: &DataToml) -> Result<()> {
+    let path = dir.join(DATA_TOML);
+    let text = toml::to_string(record).map_err(|e| DataError::BadDataDir {
+        path: path.clone(),
+        message: format!("cannot serialise the record: {e}"),
+    })?;
+    crate::io::atomic_write(&path, text.as_bytes()).map_err(|e| DataError::io(&path, e))
 }
 
 /// Reads and checks `data.toml` of a data directory.
@@ -326,6 +346,14 @@ pub fn load_data_dir(path: impl AsRef<Path>) -> Result<DataDir> {
     let meta = read_data_toml(dir)?;
     let src_tokenizer = TextTokenizer::from_file(dir.join(&meta.tokenizers.src.file))?;
     let tgt_tokenizer = TextTokenizer::from_file(dir.join(&meta.tokenizers.tgt.file))?;
+    if src_tokenizer.specials() != tgt_tokenizer.specials() {
+        return Err(DataError::Config(format!(
+            "the tokenizers of {} reserve different special ids ({:?} and {:?}); fix: re-run `s2s prepare`",
+            dir.display(),
+            src_tokenizer.specials(),
+            tgt_tokenizer.specials()
+        )));
+    }
     let load = |stats: &SplitStats| -> Result<ParallelText> {
         let src = read_text_file(dir.join(&stats.src_file))?;
         let tgt = read_text_file(dir.join(&stats.tgt_file))?;

@@ -2,8 +2,9 @@
 //!
 //! - [`prepare`] reads a parallel corpus (two aligned files, or a TSV), cleans it, trains the
 //!   tokenizers and writes a DATA_DIR; [`load_data_dir`] reads it back.
-//! - [`TextTokenizer`] wraps a Hugging Face tokenizer whose special ids are fixed: [`PAD`],
-//!   [`UNK`], [`BOS`], [`EOS`].
+//! - [`TextTokenizer`] wraps a Hugging Face tokenizer and knows its [`Specials`]: [`PAD`],
+//!   [`UNK`], [`BOS`], [`EOS`] for s2s's own, Marian's layout for imported ones
+//!   ([`sentencepiece`] converts and writes SentencePiece models).
 //! - [`epoch_batches`] and [`Batch`] turn a split into padded batches under a token budget,
 //!   deterministically for a given seed and epoch.
 //! - [`atomic_write`] writes a file atomically (temp file, fsync, rename, fsync of the
@@ -18,6 +19,7 @@ pub mod datadir;
 pub mod error;
 pub mod io;
 pub mod prepare;
+pub mod sentencepiece;
 pub mod tokenizer;
 pub mod zh;
 
@@ -29,6 +31,36 @@ pub const UNK: u32 = 1;
 pub const BOS: u32 = 2;
 /// End-of-sentence token id (ends source rows and decoder outputs).
 pub const EOS: u32 = 3;
+
+/// The ids a vocabulary reserves. s2s's own tokenizers use [`PAD`], [`UNK`], [`BOS`], [`EOS`]; a
+/// Marian vocabulary has `</s>` (usually 0) and `<unk>`, and starts decoding from `<pad>`, so
+/// there `bos == pad`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Specials {
+    /// Pads rows; never a real token.
+    pub pad: u32,
+    pub unk: u32,
+    /// The first decoder input.
+    pub bos: u32,
+    /// Ends every source row and every output.
+    pub eos: u32,
+}
+
+impl Specials {
+    /// s2s's own layout.
+    pub const S2S: Specials = Specials {
+        pad: PAD,
+        unk: UNK,
+        bos: BOS,
+        eos: EOS,
+    };
+}
+
+impl Default for Specials {
+    fn default() -> Self {
+        Specials::S2S
+    }
+}
 
 pub use batch::{
     Batch, BatchConfig, batch_cost, epoch_batches, pair_cost, sequential_batches, sorted_batches,

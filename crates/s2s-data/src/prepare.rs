@@ -56,6 +56,9 @@ pub struct PrepareConfig {
     pub tgt_tokenizer: Option<TokenizerKind>,
     /// Maximum vocabulary size of each tokenizer, specials included.
     pub vocab_size: usize,
+    /// Encode with these tokenizer files (source, target) instead of training new ones: a
+    /// model's, to fine-tune it on this corpus.
+    pub tokenizers_from: Option<(PathBuf, PathBuf)>,
     /// Train one tokenizer on both sides.
     pub joint: bool,
     /// Maximum tokens per side in the training split; 0 disables the filter.
@@ -81,6 +84,7 @@ impl PrepareConfig {
             src_tokenizer: None,
             tgt_tokenizer: None,
             vocab_size: DEFAULT_VOCAB_SIZE,
+            tokenizers_from: None,
             joint: false,
             max_len: DEFAULT_MAX_LEN,
             min_freq: None,
@@ -246,7 +250,7 @@ fn check_out_dir(out: &Path, force: bool) -> Result<()> {
 fn default_min_freq(kind: TokenizerKind) -> u64 {
     match kind {
         TokenizerKind::Bpe => 2,
-        TokenizerKind::Char | TokenizerKind::Word => 1,
+        TokenizerKind::Char | TokenizerKind::Word | TokenizerKind::Unigram => 1,
     }
 }
 
@@ -352,8 +356,22 @@ pub fn prepare(cfg: &PrepareConfig, progress: &dyn Fn(&str)) -> Result<DataToml>
         });
     }
 
-    // Tokenizers, trained on the cleaned training split.
-    let (src_tok, tgt_tok) = if cfg.joint {
+    // Tokenizers, trained on the cleaned training split (or given).
+    let (src_tok, tgt_tok) = if let Some((src, tgt)) = &cfg.tokenizers_from {
+        progress("loading the given tokenizers");
+        let (s, t) = (
+            TextTokenizer::from_file(src)?,
+            TextTokenizer::from_file(tgt)?,
+        );
+        if s.specials() != t.specials() {
+            return Err(DataError::Config(format!(
+                "{} and {} reserve different special ids; fix: pass the two tokenizers of one model",
+                src.display(),
+                tgt.display()
+            )));
+        }
+        (s, t)
+    } else if cfg.joint {
         progress(&format!("training the joint {src_kind} tokenizer"));
         let texts = train_pairs
             .iter()
@@ -403,8 +421,20 @@ pub fn prepare(cfg: &PrepareConfig, progress: &dyn Fn(&str)) -> Result<DataToml>
     for (_, pairs, stats) in &finals {
         write_split(&cfg.out, stats, pairs)?;
     }
-    src_tok.save(cfg.out.join(SRC_TOKENIZER_FILE))?;
-    tgt_tok.save(cfg.out.join(TGT_TOKENIZER_FILE))?;
+    match &cfg.tokenizers_from {
+        // Byte for byte: a model's tokenizer files are how `train --init` recognises its data.
+        Some((src, tgt)) => {
+            for (from, to) in [(src, SRC_TOKENIZER_FILE), (tgt, TGT_TOKENIZER_FILE)] {
+                let bytes = std::fs::read(from).map_err(|e| DataError::io(from, e))?;
+                let to = cfg.out.join(to);
+                atomic_write(&to, &bytes).map_err(|e| DataError::io(&to, e))?;
+            }
+        }
+        None => {
+            src_tok.save(cfg.out.join(SRC_TOKENIZER_FILE))?;
+            tgt_tok.save(cfg.out.join(TGT_TOKENIZER_FILE))?;
+        }
+    }
 
     let mut splits = SplitsInfo {
         train: SplitStats::default(),
@@ -442,22 +472,18 @@ pub fn prepare(cfg: &PrepareConfig, progress: &dyn Fn(&str)) -> Result<DataToml>
         tokenizers: TokenizersInfo {
             src: TokenizerInfo {
                 file: SRC_TOKENIZER_FILE.to_owned(),
-                kind: src_kind,
+                kind: src_tok.kind().unwrap_or(src_kind),
                 vocab_size: src_tok.vocab_size(),
             },
             tgt: TokenizerInfo {
                 file: TGT_TOKENIZER_FILE.to_owned(),
-                kind: tgt_kind,
+                kind: tgt_tok.kind().unwrap_or(tgt_kind),
                 vocab_size: tgt_tok.vocab_size(),
             },
         },
         splits,
         sources,
     };
-    let text = toml::to_string(&record).map_err(|e| DataError::BadDataDir {
-        path: old_record.clone(),
-        message: format!("cannot serialise the record: {e}"),
-    })?;
-    atomic_write(&old_record, text.as_bytes()).map_err(|e| DataError::io(&old_record, e))?;
+    crate::datadir::write_data_toml(&cfg.out, &record)?;
     Ok(record)
 }

@@ -1,12 +1,18 @@
 //! Tokenizers, built on the Hugging Face `tokenizers` crate and saved in its JSON format.
 //!
-//! Three kinds, all with `<pad>`=0, `<unk>`=1, `<bos>`=2, `<eos>`=3:
+//! Four kinds that s2s trains, all with `<pad>`=0, `<unk>`=1, `<bos>`=2, `<eos>`=3:
 //! - `bpe`: byte-pair encoding over words marked with a `▁` prefix (Metaspace pre-tokenizer and
 //!   decoder, as in SentencePiece), trained with `BpeTrainer`.
 //! - `char`: every character is a token; a space becomes the `▁` token (no prefix is added), so
 //!   Chinese decodes without spaces and English keeps its spaces.
 //! - `word`: word level over `▁`-prefixed words, with punctuation and each CJK character split
 //!   off (so Chinese is tokenised by character), trained with `WordLevelTrainer`.
+//! - `unigram`: a SentencePiece-style unigram model, trained with `UnigramTrainer`, in the
+//!   pipeline Hugging Face builds from a SentencePiece model ([`spm_pipeline`]), so that it can be
+//!   written as one (`s2s export`).
+//!
+//! A tokenizer imported from a Marian model is a `unigram` one over Marian's joint vocabulary,
+//! with Marian's specials (see [`crate::sentencepiece`]).
 //!
 //! In every kind, decoding turns `▁` back into spaces and drops the leading one, so decoded text
 //! never holds `▁` markers and never gains spaces between Chinese characters.
@@ -18,7 +24,11 @@ use tokenizers::decoders::DecoderWrapper;
 use tokenizers::models::ModelWrapper;
 use tokenizers::models::TrainerWrapper;
 use tokenizers::models::bpe::{BPE, BpeTrainerBuilder};
+use tokenizers::models::unigram::{Unigram, UnigramTrainer};
 use tokenizers::models::wordlevel::{WordLevel, WordLevelTrainer};
+use tokenizers::normalizers::{
+    NormalizerWrapper, Precompiled, Replace, Sequence as NormalizerSequence, Strip,
+};
 use tokenizers::pre_tokenizers::PreTokenizerWrapper;
 use tokenizers::pre_tokenizers::fixed_length::FixedLength;
 use tokenizers::pre_tokenizers::metaspace::{Metaspace, PrependScheme};
@@ -27,8 +37,8 @@ use tokenizers::pre_tokenizers::sequence::Sequence;
 use tokenizers::pre_tokenizers::split::{Split, SplitPattern};
 use tokenizers::{AddedToken, SplitDelimiterBehavior, Tokenizer};
 
-use crate::UNK;
 use crate::error::{DataError, Result};
+use crate::{Specials, UNK};
 
 /// The special tokens, in id order.
 pub const SPECIAL_TOKENS: [&str; 4] = ["<pad>", "<unk>", "<bos>", "<eos>"];
@@ -43,6 +53,7 @@ pub enum TokenizerKind {
     Bpe,
     Char,
     Word,
+    Unigram,
 }
 
 impl TokenizerKind {
@@ -51,6 +62,7 @@ impl TokenizerKind {
             TokenizerKind::Bpe => "bpe",
             TokenizerKind::Char => "char",
             TokenizerKind::Word => "word",
+            TokenizerKind::Unigram => "unigram",
         }
     }
 }
@@ -68,8 +80,9 @@ impl std::str::FromStr for TokenizerKind {
             "bpe" => Ok(TokenizerKind::Bpe),
             "char" => Ok(TokenizerKind::Char),
             "word" => Ok(TokenizerKind::Word),
+            "unigram" => Ok(TokenizerKind::Unigram),
             other => Err(DataError::Config(format!(
-                "unknown tokenizer `{other}`; fix: use bpe, char or word"
+                "unknown tokenizer `{other}`; fix: use bpe, char, word or unigram"
             ))),
         }
     }
@@ -146,11 +159,46 @@ fn empty_tokenizer(kind: TokenizerKind) -> Result<Tokenizer> {
             ]);
             (wl.into(), pre.into(), ms.into())
         }
+        TokenizerKind::Unigram => {
+            let mut tok = Tokenizer::new(Unigram::default());
+            spm_pipeline(&mut tok, &[], true)?;
+            return Ok(tok);
+        }
     };
     let mut tok = Tokenizer::new(model);
     tok.with_pre_tokenizer(Some(pre));
     tok.with_decoder(Some(decoder));
     Ok(tok)
+}
+
+/// Gives `tok` the normaliser, pre-tokenizer and decoder that Hugging Face's converter builds for
+/// a SentencePiece model (`transformers.convert_slow_tokenizer.SpmConverter`): the model's
+/// precompiled normalisation map (`charsmap`, none if empty), right strip, runs of spaces to one
+/// `▁`, and `▁` marking every word's start (the first one too, with `dummy_prefix`).
+pub fn spm_pipeline(tok: &mut Tokenizer, charsmap: &[u8], dummy_prefix: bool) -> Result<()> {
+    let mut norms: Vec<NormalizerWrapper> = Vec::new();
+    if !charsmap.is_empty() {
+        let precompiled = Precompiled::from(charsmap)
+            .map_err(|e| tok_err("reading the SentencePiece normalisation map", e))?;
+        norms.push(precompiled.into());
+    }
+    norms.push(Strip::new(false, true).into());
+    let spaces = Replace::new(
+        tokenizers::normalizers::replace::ReplacePattern::Regex(" {2,}".into()),
+        SPACE_MARKER.to_string(),
+    )
+    .map_err(|e| tok_err("building the space normaliser", e))?;
+    norms.push(spaces.into());
+    tok.with_normalizer(Some(NormalizerSequence::new(norms)));
+    let prepend = if dummy_prefix {
+        PrependScheme::Always
+    } else {
+        PrependScheme::Never
+    };
+    let ms = Metaspace::new(SPACE_MARKER, prepend, true);
+    tok.with_pre_tokenizer(Some(ms.clone()));
+    tok.with_decoder(Some(ms));
+    Ok(())
 }
 
 /// Trains a tokenizer on `texts` (already cleaned lines).
@@ -175,6 +223,14 @@ pub fn train_tokenizer<S: AsRef<str> + Send>(
             .show_progress(false)
             .build()
             .into(),
+        TokenizerKind::Unigram => UnigramTrainer::builder()
+            .vocab_size(spec.vocab_size as u32)
+            .special_tokens(special_added_tokens())
+            .unk_token(Some(SPECIAL_TOKENS[UNK as usize].to_owned()))
+            .show_progress(false)
+            .build()
+            .map_err(|e| tok_err("building the trainer", e))?
+            .into(),
         TokenizerKind::Char | TokenizerKind::Word => WordLevelTrainer::builder()
             .vocab_size(spec.vocab_size)
             .min_frequency(spec.min_freq)
@@ -184,23 +240,89 @@ pub fn train_tokenizer<S: AsRef<str> + Send>(
             .map_err(|e| tok_err("building the trainer", e))?
             .into(),
     };
-    tok.train(&mut trainer, texts)
-        .map_err(|e| tok_err(&format!("training the {} tokenizer", spec.kind), e))?;
+    let what = format!("training the {} tokenizer", spec.kind);
+    if spec.kind == TokenizerKind::Unigram {
+        // The unigram trainer's suffix array panics on text without a single character.
+        let texts: Vec<S> = texts.collect();
+        if texts.iter().all(|t| t.as_ref().trim().is_empty()) {
+            return Err(tok_err(
+                &what,
+                "the text is empty; fix: give it non-empty lines",
+            ));
+        }
+        let trained = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            tok.train(&mut trainer, texts.into_iter())
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        }));
+        match trained {
+            Ok(r) => r.map_err(|e| tok_err(&what, e))?,
+            Err(_) => return Err(tok_err(&what, "the unigram trainer failed on this text")),
+        }
+    } else {
+        tok.train(&mut trainer, texts)
+            .map_err(|e| tok_err(&what, e))?;
+    }
     TextTokenizer::from_tokenizer(tok, "the trained tokenizer")
 }
 
-/// A trained tokenizer with fixed special ids ([`crate::PAD`], [`UNK`], [`crate::BOS`],
-/// [`crate::EOS`]).
+/// The prefix of a vocabulary entry that this side's segmentation model does not have (a
+/// target-only piece of a joint Marian vocabulary, seen from the source side). Pre-tokenised text
+/// holds no plain space, so such entries are never matched; they keep their ids, and a piece the
+/// model left unknown is looked up among them, as `MarianTokenizer` looks it up in `vocab.json`.
+pub const FOREIGN_PREFIX: char = ' ';
+
+/// A trained or imported tokenizer and the special ids its vocabulary reserves.
 #[derive(Clone)]
 pub struct TextTokenizer {
     inner: Tokenizer,
+    specials: Specials,
+    /// Whether the vocabulary has [`FOREIGN_PREFIX`] entries.
+    has_foreign: bool,
 }
 
 impl std::fmt::Debug for TextTokenizer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TextTokenizer")
             .field("vocab_size", &self.vocab_size())
+            .field("specials", &self.specials)
             .finish()
+    }
+}
+
+/// Marian's names of its specials.
+pub const MARIAN_EOS: &str = "</s>";
+pub const MARIAN_UNK: &str = "<unk>";
+pub const MARIAN_PAD: &str = "<pad>";
+
+/// The special ids of `tok`'s vocabulary: s2s's layout, or Marian's.
+fn specials_of(tok: &Tokenizer) -> std::result::Result<Specials, String> {
+    if tok.token_to_id("<bos>").is_some() || tok.token_to_id("<eos>").is_some() {
+        for (id, name) in SPECIAL_TOKENS.iter().enumerate() {
+            if tok.token_to_id(name) != Some(id as u32) {
+                return Err(format!(
+                    "special token {name} must have id {id}; fix: re-run `s2s prepare`"
+                ));
+            }
+        }
+        return Ok(Specials::S2S);
+    }
+    match (
+        tok.token_to_id(MARIAN_EOS),
+        tok.token_to_id(MARIAN_UNK),
+        tok.token_to_id(MARIAN_PAD),
+    ) {
+        (Some(eos), Some(unk), Some(pad)) => Ok(Specials {
+            pad,
+            unk,
+            bos: pad,
+            eos,
+        }),
+        _ => Err(format!(
+            "the vocabulary has neither s2s's specials ({}) nor Marian's ({MARIAN_EOS}, \
+             {MARIAN_UNK}, {MARIAN_PAD}); fix: re-run `s2s prepare` or `s2s import`",
+            SPECIAL_TOKENS.join(", ")
+        )),
     }
 }
 
@@ -227,53 +349,150 @@ impl TextTokenizer {
         Self::from_tokenizer(tok, "tokenizer JSON")
     }
 
-    /// Wraps an HF tokenizer after checking that the special tokens have their fixed ids.
+    /// Wraps an HF tokenizer after finding its special tokens (s2s's at their fixed ids, or
+    /// Marian's).
     pub fn from_tokenizer(inner: Tokenizer, what: &str) -> Result<Self> {
-        for (id, name) in SPECIAL_TOKENS.iter().enumerate() {
-            if inner.token_to_id(name) != Some(id as u32) {
-                return Err(DataError::Tokenizer {
-                    what: what.to_owned(),
-                    message: format!(
-                        "special token {name} must have id {id}; fix: re-run `s2s prepare`"
-                    ),
-                });
-            }
-        }
-        Ok(Self { inner })
+        let specials = specials_of(&inner).map_err(|message| DataError::Tokenizer {
+            what: what.to_owned(),
+            message,
+        })?;
+        let has_foreign = inner
+            .get_vocab(false)
+            .keys()
+            .any(|t| t.starts_with(FOREIGN_PREFIX));
+        Ok(Self {
+            inner,
+            specials,
+            has_foreign,
+        })
     }
 
-    /// The tokens ids of `text` (no `<bos>`/`<eos>` added), or an error from the tokenizer.
+    /// The kind of tokenizer this is, by its model and pre-tokenizer; `None` for models s2s does
+    /// not build.
+    pub fn kind(&self) -> Option<TokenizerKind> {
+        match self.inner.get_model() {
+            ModelWrapper::BPE(_) => Some(TokenizerKind::Bpe),
+            ModelWrapper::Unigram(_) => Some(TokenizerKind::Unigram),
+            ModelWrapper::WordLevel(_) => {
+                let pre =
+                    serde_json::to_string(&self.inner.get_pre_tokenizer()).unwrap_or_default();
+                Some(if pre.contains("FixedLength") {
+                    TokenizerKind::Char
+                } else {
+                    TokenizerKind::Word
+                })
+            }
+            _ => None,
+        }
+    }
+
+    /// The special ids of this vocabulary.
+    pub fn specials(&self) -> Specials {
+        self.specials
+    }
+
+    /// Whether this is a Marian vocabulary (decoding starts from `<pad>`).
+    pub fn is_marian(&self) -> bool {
+        self.specials.bos == self.specials.pad
+    }
+
+    /// The id of a raw entry, foreign ones included.
+    fn entry_id(&self, entry: &str) -> Option<u32> {
+        self.inner.token_to_id(entry).or_else(|| {
+            self.has_foreign
+                .then(|| self.inner.token_to_id(&format!("{FOREIGN_PREFIX}{entry}")))
+                .flatten()
+        })
+    }
+
+    /// The tokens ids of `text` (no `<bos>`/`<eos>` added), or an error from the tokenizer. In a
+    /// Marian vocabulary a leading target-language tag (`>>cmn_Hans<<`) becomes its own token,
+    /// as `MarianTokenizer` does.
     pub fn try_encode(&self, text: &str) -> Result<Vec<u32>> {
+        if self.is_marian() {
+            let (tag, rest) = crate::sentencepiece::split_language_tag(text);
+            let mut ids: Vec<u32> = tag
+                .map(|t| self.entry_id(t).unwrap_or(self.specials.unk))
+                .into_iter()
+                .collect();
+            ids.extend(self.segment(rest)?);
+            return Ok(ids);
+        }
+        self.segment(text)
+    }
+
+    /// The ids of `text` segmented by the model.
+    fn segment(&self, text: &str) -> Result<Vec<u32>> {
         let enc = self
             .inner
             .encode(text, false)
             .map_err(|e| tok_err("encoding", e))?;
-        Ok(enc.get_ids().to_vec())
+        if !self.has_foreign {
+            return Ok(enc.get_ids().to_vec());
+        }
+        let unk = self.specials.unk;
+        Ok(enc
+            .get_ids()
+            .iter()
+            .zip(enc.get_tokens())
+            .map(|(&id, piece)| {
+                if id != unk {
+                    return id;
+                }
+                self.entry_id(piece).unwrap_or(unk)
+            })
+            .collect())
     }
 
-    /// The token ids of `text`, without `<bos>`/`<eos>`. Unknown pieces map to [`UNK`]. (The
-    /// underlying tokenizer cannot fail with the models built here; should it, the result is
-    /// a single [`UNK`].)
+    /// The token ids of `text`, without `<bos>`/`<eos>`. Unknown pieces map to the unknown id.
+    /// (The underlying tokenizer cannot fail with the models built here; should it, the result
+    /// is a single unknown id.)
     pub fn encode(&self, text: &str) -> Vec<u32> {
-        self.try_encode(text).unwrap_or_else(|_| vec![UNK])
+        self.try_encode(text)
+            .unwrap_or_else(|_| vec![self.specials.unk])
+    }
+
+    /// The raw piece of `id` (a foreign entry without its prefix), or `None` when out of range.
+    pub fn piece(&self, id: u32) -> Option<String> {
+        self.inner
+            .id_to_token(id)
+            .map(|t| match t.strip_prefix(FOREIGN_PREFIX) {
+                Some(piece) if self.has_foreign => piece.to_owned(),
+                _ => t,
+            })
     }
 
     /// The text of `ids`, skipping special tokens and ids out of range. Leading and trailing
     /// spaces are trimmed (cleaned text has none, so round trips are exact).
     pub fn decode(&self, ids: &[u32]) -> String {
-        let text = self.inner.decode(ids, true).unwrap_or_default();
+        let added = self.inner.get_added_vocabulary();
+        let pieces: Vec<String> = ids
+            .iter()
+            .filter_map(|&id| self.piece(id))
+            .filter(|p| !added.is_special_token(p))
+            .collect();
+        let text = match self.inner.get_decoder() {
+            Some(decoder) => {
+                use tokenizers::Decoder;
+                decoder.decode(pieces).unwrap_or_default()
+            }
+            None => pieces.concat(),
+        };
         text.trim_matches(' ').to_owned()
     }
 
     /// One display string per id (same length as `ids`), for attention plots and JSON output:
     /// `▁` markers are removed (a token that was only a space shows as `" "`), special tokens
-    /// show as their names, and ids out of range as `<unk>`.
+    /// show as their names, and ids out of range as the unknown token's name.
     pub fn tokens(&self, ids: &[u32]) -> Vec<String> {
         ids.iter()
-            .map(|&id| match self.inner.id_to_token(id) {
+            .map(|&id| match self.piece(id) {
                 Some(t) if t.chars().all(|c| c == SPACE_MARKER) => " ".to_owned(),
                 Some(t) => t.replace(SPACE_MARKER, ""),
-                None => SPECIAL_TOKENS[UNK as usize].to_owned(),
+                None => self
+                    .inner
+                    .id_to_token(self.specials.unk)
+                    .unwrap_or_else(|| SPECIAL_TOKENS[UNK as usize].to_owned()),
             })
             .collect()
     }

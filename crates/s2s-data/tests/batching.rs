@@ -55,7 +55,7 @@ proptest! {
                 .iter()
                 .map(|&i| (vec![7; lengths[i].0], vec![9; lengths[i].1]))
                 .collect();
-            let batch = Batch::from_pairs(&pairs);
+            let batch = Batch::from_pairs(&pairs, s2s_data::Specials::S2S);
             prop_assert_eq!(batch.cost(), batch_cost(&lengths, b));
         }
     }
@@ -122,7 +122,7 @@ fn sequential_batches_keep_order() {
         b,
         vec![vec![0, 1, 2], vec![3, 4, 5], vec![6, 7, 8], vec![9]]
     );
-    let batch = Batch::from_pairs(&[(vec![5u32], vec![6u32, 7])]);
+    let batch = Batch::from_pairs(&[(vec![5u32], vec![6u32, 7])], s2s_data::Specials::S2S);
     assert_eq!(batch.src, vec![5, s2s_data::EOS]);
     assert_eq!(batch.tgt_out, vec![6, 7, s2s_data::EOS]);
     assert_eq!(batch.tgt_in, vec![s2s_data::BOS, 6, 7]);

@@ -10,7 +10,8 @@ fn kind() -> impl Strategy<Value = TokenizerKind> {
     prop_oneof![
         Just(TokenizerKind::Bpe),
         Just(TokenizerKind::Char),
-        Just(TokenizerKind::Word)
+        Just(TokenizerKind::Word),
+        Just(TokenizerKind::Unigram)
     ]
 }
 

@@ -40,11 +40,18 @@ fn assert_round_trip(tok: &TextTokenizer, lines: &[String]) {
     }
 }
 
+const ALL: [TokenizerKind; 4] = [
+    TokenizerKind::Bpe,
+    TokenizerKind::Char,
+    TokenizerKind::Word,
+    TokenizerKind::Unigram,
+];
+
 #[test]
 fn round_trip_every_kind_on_english_and_chinese() {
     let en = cleaned("train.en");
     let zh = cleaned("train.zh");
-    for kind in [TokenizerKind::Bpe, TokenizerKind::Char, TokenizerKind::Word] {
+    for kind in ALL {
         for lines in [&en, &zh] {
             let tok = train(kind, lines, 20_000);
             assert_round_trip(&tok, lines);
@@ -64,7 +71,7 @@ fn joint_tokenizer_round_trips_both_sides() {
 fn chinese_decodes_without_spaces_and_english_keeps_them() {
     let zh = cleaned("train.zh");
     let en = cleaned("train.en");
-    for kind in [TokenizerKind::Bpe, TokenizerKind::Char, TokenizerKind::Word] {
+    for kind in ALL {
         let tz = train(kind, &zh, 20_000);
         let ids = tz.encode("我喜欢猫。");
         assert_eq!(tz.decode(&ids), "我喜欢猫。", "{kind}");
@@ -106,7 +113,7 @@ fn word_tokenizer_splits_punctuation_and_cjk_characters() {
 fn specials_have_fixed_ids_and_survive_saving() {
     let en = cleaned("train.en");
     let dir = tempfile::tempdir().unwrap();
-    for kind in [TokenizerKind::Bpe, TokenizerKind::Char, TokenizerKind::Word] {
+    for kind in ALL {
         let tok = train(kind, &en, 500);
         assert!(tok.vocab_size() <= 500, "{kind}: {}", tok.vocab_size());
         for (id, name) in ["<pad>", "<unk>", "<bos>", "<eos>"].iter().enumerate() {
@@ -165,4 +172,31 @@ fn loading_rejects_bad_json_with_the_file_name() {
         err.contains("nope.json") && err.contains("no such file"),
         "{err}"
     );
+}
+
+/// A unigram tokenizer written as a SentencePiece model and read back the way an imported Marian
+/// model's is segments every line identically (what `s2s export hf-marian` relies on).
+#[test]
+fn unigram_survives_sentencepiece_round_trip() {
+    use s2s_data::sentencepiece::{SpmModel, marian_tokenizer, to_spm};
+    let mut both = cleaned("train.en");
+    both.extend(cleaned("train.zh"));
+    let tok = train(TokenizerKind::Unigram, &both, 2000);
+    let spm = SpmModel::parse(&to_spm(&tok, "test").unwrap(), "test").unwrap();
+    // Marian's joint vocabulary over the same pieces: `</s>`, `<unk>`, the pieces, `<pad>`.
+    let mut vocab = vec!["</s>".to_owned(), "<unk>".to_owned()];
+    let pieces: Vec<u32> = (4..tok.vocab_size() as u32).collect();
+    vocab.extend(pieces.iter().map(|&id| tok.id_to_token(id).unwrap()));
+    vocab.push("<pad>".to_owned());
+    let marian = marian_tokenizer(&spm, &vocab, "test").unwrap();
+    assert!(marian.is_marian());
+    for line in both.iter().take(2000) {
+        let ours: Vec<String> = tok.tokens(&tok.encode(line));
+        let theirs: Vec<String> = marian.tokens(&marian.encode(line));
+        assert_eq!(ours, theirs, "{line}");
+    }
+    // A non-unigram tokenizer cannot be written as one.
+    let bpe = train(TokenizerKind::Bpe, &both, 2000);
+    let err = to_spm(&bpe, "bpe.json").unwrap_err().to_string();
+    assert!(err.contains("--tokenizer unigram"), "{err}");
 }

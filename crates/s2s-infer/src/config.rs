@@ -230,6 +230,61 @@ pub fn merge_toml(base: &mut toml::Table, overrides: &toml::Table) {
     }
 }
 
+/// The model options a fine-tuning run may change: regularisation, not shape.
+const FINE_TUNABLE: [&str; 4] = [
+    "dropout",
+    "attention_dropout",
+    "activation_dropout",
+    "alignment_layer",
+];
+
+/// Resolves a fine-tuning run (`--init MODEL_DIR`, with an optional `--config`): the model of
+/// `init`, with the file's `[model]` allowed to change only [`FINE_TUNABLE`] options, and the
+/// default training options under the file's `[train]`.
+pub fn resolve_init(
+    init: &RunConfig,
+    file: Option<(&str, &str)>,
+) -> Result<(Option<String>, ModelConfig, TrainConfig), String> {
+    let parsed: ConfigFile = match file {
+        Some((name, text)) => toml::from_str(text).map_err(|e| format!("{name}: {e}"))?,
+        None => ConfigFile::default(),
+    };
+    let where_ = file.map(|f| f.0).unwrap_or("--init");
+    if parsed.arch.is_some() {
+        return Err(format!(
+            "{where_}: `arch` has no place in a fine-tuning config (--init keeps the model's)"
+        ));
+    }
+    let base = toml::Table::try_from(&init.model).map_err(|e| e.to_string())?;
+    let mut model = base.clone();
+    if let Some(m) = &parsed.model {
+        merge_toml(&mut model, m);
+    }
+    let shape = |t: &toml::Table| {
+        let mut t = t.clone();
+        t.retain(|k, _| !FINE_TUNABLE.contains(&k));
+        t
+    };
+    if shape(&model) != shape(&base) {
+        return Err(format!(
+            "{where_}: [model] may change only {} when fine-tuning (--init keeps the model's shape)",
+            FINE_TUNABLE.join(", ")
+        ));
+    }
+    let model: ModelConfig = toml::Value::Table(model)
+        .try_into()
+        .map_err(|e| format!("{where_}: invalid [model]: {e}"))?;
+    model.validate().map_err(|e| format!("{where_}: {e}"))?;
+    let mut train = toml::Table::try_from(TrainConfig::default()).map_err(|e| e.to_string())?;
+    if let Some(t) = &parsed.train {
+        merge_toml(&mut train, t);
+    }
+    let train: TrainConfig = toml::Value::Table(train)
+        .try_into()
+        .map_err(|e| format!("{where_}: invalid [train]: {e}"))?;
+    Ok((init.arch.clone(), model, train))
+}
+
 /// Resolves `--arch` and/or `--config` into a model and training config.
 pub fn resolve(
     arch: Option<&str>,

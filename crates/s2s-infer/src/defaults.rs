@@ -1,6 +1,7 @@
 //! The search defaults every front end starts from (`s2s translate`, `s2s serve`, the trainer's
 //! validation BLEU), so that the CLI, the API and validation decode alike unless asked otherwise.
 
+use s2s_data::Specials;
 use s2s_search::{LenRatio, LengthPenalty, SearchConfig, SpecialTokens, Strategy};
 
 /// Beam width.
@@ -17,13 +18,13 @@ pub const MAX_LEN_OFFSET: usize = 10;
 /// Sentences decoded together by `s2s translate`.
 pub const BATCH_SIZE: usize = 64;
 
-/// The special ids every s2s tokenizer uses (`s2s-data`'s vocabulary layout).
-pub fn special_tokens() -> SpecialTokens {
+/// A vocabulary's special ids as search takes them.
+pub fn special_tokens(s: Specials) -> SpecialTokens {
     SpecialTokens {
-        pad: s2s_data::PAD,
-        unk: s2s_data::UNK,
-        bos: s2s_data::BOS,
-        eos: s2s_data::EOS,
+        pad: s.pad,
+        unk: s.unk,
+        bos: s.bos,
+        eos: s.eos,
     }
 }
 
@@ -36,22 +37,22 @@ pub fn len_ratio(ratio: f32) -> LenRatio {
 }
 
 /// `strategy` with every other option at its default: the alpha length penalty, the length
-/// limits above and the s2s special tokens.
-pub fn search(strategy: Strategy) -> SearchConfig {
+/// limits above, and the vocabulary's special ids.
+pub fn search(strategy: Strategy, specials: Specials) -> SearchConfig {
     SearchConfig {
         strategy,
         nbest: NBEST,
         length_penalty: LengthPenalty::Alpha(ALPHA),
         max_len: MAX_LEN,
         max_len_ratio: Some(len_ratio(MAX_LEN_RATIO)),
-        special: special_tokens(),
+        special: special_tokens(specials),
         ..SearchConfig::default()
     }
 }
 
 /// Beam search with [`BEAM`] and the defaults above.
-pub fn beam() -> SearchConfig {
-    search(Strategy::Beam { k: BEAM })
+pub fn beam(specials: Specials) -> SearchConfig {
+    search(Strategy::Beam { k: BEAM }, specials)
 }
 
 #[cfg(test)]
@@ -60,7 +61,7 @@ mod tests {
 
     #[test]
     fn defaults_are_a_valid_search() {
-        let cfg = beam();
+        let cfg = beam(Specials::S2S);
         assert!(cfg.validate(16).is_ok());
         assert_eq!(cfg.special.eos, s2s_data::EOS);
         // The relative limit binds before the absolute one for sources under 95 tokens.

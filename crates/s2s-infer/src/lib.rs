@@ -24,6 +24,7 @@ pub mod translator;
 
 pub use config::{RunConfig, TrainConfig};
 pub use model_dir::{LoadedModel, ModelDirLock};
+pub use s2s_data::Specials;
 pub use translator::{Attention, Hyp, Translation, Translator};
 
 use std::path::Path;
@@ -46,6 +47,9 @@ pub enum InferError {
     Weights(#[from] s2s_models::io::WeightsError),
     #[error(transparent)]
     Search(#[from] s2s_search::SearchError),
+    /// A request this model cannot serve (e.g. a target language it does not have).
+    #[error("{0}")]
+    Request(String),
     #[error(
         "{dir} is in use by another s2s process{holder}; wait for it to finish, stop it, or choose another directory"
     )]

@@ -10,6 +10,8 @@
 //! model.json           {"arch": ..., "parameters": N}: the model's size, for reports
 //! checkpoint/          last state, enough to resume exactly (s2s-train's)
 //! .lock                held while a process writes the directory (see [`lock`])
+//! source.spm           imported Marian models only: the SentencePiece models the
+//! target.spm           tokenizers were converted from (for `s2s export`)
 //! ```
 //!
 //! Every file is written atomically (a temporary file renamed over the old one), so a reader
@@ -30,6 +32,9 @@ pub const BEST: &str = "model.safetensors";
 pub const MODEL_JSON: &str = "model.json";
 pub const METRICS: &str = "metrics.jsonl";
 pub const LOCK: &str = ".lock";
+/// The SentencePiece models an imported Marian model came with (kept for `s2s export`).
+pub const SRC_SPM: &str = "source.spm";
+pub const TGT_SPM: &str = "target.spm";
 
 /// Starts a MODEL_DIR for a model trained on `data`: creates `dir`, writes `config.toml` (after
 /// validating `run`) and copies in the data record and both tokenizers.

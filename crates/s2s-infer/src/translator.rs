@@ -66,7 +66,7 @@ impl Translator {
     pub fn new(loaded: LoadedModel) -> Self {
         let eos = loaded
             .src_tokenizer
-            .tokens(&[s2s_data::EOS])
+            .tokens(&[loaded.src_tokenizer.specials().eos])
             .pop()
             .unwrap_or_default();
         Translator { loaded, eos }
@@ -89,6 +89,60 @@ impl Translator {
     /// Trainable parameters (tied or shared weights counted once).
     pub fn parameters(&self) -> usize {
         burn::module::Module::num_params(&self.loaded.model)
+    }
+
+    /// The special ids of the model's vocabulary, which searches over it need.
+    pub fn specials(&self) -> s2s_data::Specials {
+        self.loaded.tgt_tokenizer.specials()
+    }
+
+    /// The search defaults of [`crate::defaults::search`] for this model's vocabulary.
+    pub fn search_defaults(&self, strategy: s2s_search::Strategy) -> SearchConfig {
+        crate::defaults::search(strategy, self.specials())
+    }
+
+    /// The target-language tags the vocabulary has (`>>cmn_Hans<<`: multilingual Marian models).
+    pub fn language_tags(&self) -> Vec<String> {
+        let mut tags: Vec<String> = self
+            .loaded
+            .src_tokenizer
+            .inner()
+            .get_vocab(false)
+            .into_keys()
+            .map(|t| {
+                t.trim_start_matches(s2s_data::tokenizer::FOREIGN_PREFIX)
+                    .to_owned()
+            })
+            .filter(|t| s2s_data::sentencepiece::is_language_tag(t))
+            .collect();
+        tags.sort();
+        tags
+    }
+
+    /// `texts` with the tag of target language `lang` (`cmn_Hans`, or the tag itself) in front,
+    /// as multilingual Marian models expect; an error names the tags the model has.
+    pub fn with_target_lang(
+        &self,
+        texts: &[String],
+        lang: &str,
+    ) -> Result<Vec<String>, InferError> {
+        let tag = if s2s_data::sentencepiece::is_language_tag(lang) {
+            lang.to_owned()
+        } else {
+            format!(">>{lang}<<")
+        };
+        let tags = self.language_tags();
+        if !tags.contains(&tag) {
+            let known = if tags.is_empty() {
+                "this model has none: it translates into one language, so drop the option".into()
+            } else {
+                format!("it has {}", tags.join(" "))
+            };
+            return Err(InferError::Request(format!(
+                "the model has no target-language tag {tag}; {known}"
+            )));
+        }
+        Ok(texts.iter().map(|t| format!("{tag} {t}")).collect())
     }
 
     /// Cleans and encodes a source sentence the way the training corpus was.

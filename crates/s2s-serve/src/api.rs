@@ -2,7 +2,8 @@
 //!
 //! ```text
 //! POST /v1/translate
-//! {"text": "..." | ["...", ...], "beam": 5, "alpha": 0.75, "nbest": 1, "attention": false}
+//! {"text": "..." | ["...", ...], "beam": 5, "alpha": 0.75, "nbest": 1, "attention": false,
+//!  "target_lang": "cmn_Hans"}
 //! -> {"translations": [{"src": "...", "src_tokens": ["..."],
 //!                       "hyps": [{"text": "...", "score": -0.12, "logprob": -0.4,
 //!                                 "tokens": ["..."], "attention": {...}?}]}]}
@@ -12,6 +13,7 @@
 //! row and column labels and the weights averaged over layers and heads. A later version may add
 //! per-layer data beside `mean` without changing it.
 
+use s2s_infer::Specials;
 use s2s_infer::defaults;
 pub use s2s_infer::{Attention, Hyp, Translation};
 use s2s_search::{LengthPenalty, SearchConfig, Strategy};
@@ -30,6 +32,9 @@ pub struct TranslateRequest {
     pub nbest: Option<usize>,
     #[serde(default)]
     pub attention: Option<bool>,
+    /// The target language of a multilingual Marian model (`cmn_Hans` or `>>cmn_Hans<<`).
+    #[serde(default)]
+    pub target_lang: Option<String>,
 }
 
 /// One sentence or a list of them.
@@ -113,12 +118,12 @@ impl SearchOptions {
     /// The search the server runs for these options: beam search with the length penalty
     /// `logprob / L^alpha` and the output length limits of `s2s translate`
     /// ([`s2s_infer::defaults`]), so the API and the CLI translate alike.
-    pub fn to_config(&self) -> SearchConfig {
+    pub fn to_config(&self, specials: Specials) -> SearchConfig {
         SearchConfig {
             nbest: self.nbest,
             length_penalty: LengthPenalty::Alpha(self.alpha),
             return_attention: self.attention,
-            ..defaults::search(Strategy::Beam { k: self.beam })
+            ..defaults::search(Strategy::Beam { k: self.beam }, specials)
         }
     }
 }
@@ -282,6 +287,6 @@ mod tests {
         let b = SearchOptions { alpha: 0.5, ..a };
         assert_ne!(a, b);
         assert_eq!(a, SearchOptions::default());
-        assert!(a.to_config().validate(10).is_ok());
+        assert!(a.to_config(Specials::S2S).validate(10).is_ok());
     }
 }

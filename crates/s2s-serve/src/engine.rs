@@ -92,6 +92,8 @@ type Reply = Result<Vec<Translation>, ApiError>;
 pub struct Job {
     pub texts: Vec<String>,
     pub opts: SearchOptions,
+    /// The target language tag to put in front of every text (multilingual Marian models).
+    pub target_lang: Option<String>,
     pub reply: oneshot::Sender<Reply>,
 }
 
@@ -180,11 +182,17 @@ impl Engine {
         &self,
         texts: Vec<String>,
         opts: SearchOptions,
+        target_lang: Option<String>,
     ) -> Result<oneshot::Receiver<Reply>, ApiError> {
         let (reply, rx) = oneshot::channel();
         // Counted before the send so that the worker's decrement can never come first.
         self.stats.queued.fetch_add(1, Ordering::Relaxed);
-        let sent = self.tx.try_send(Job { texts, opts, reply });
+        let sent = self.tx.try_send(Job {
+            texts,
+            opts,
+            target_lang,
+            reply,
+        });
         if sent.is_err() {
             self.stats.queued.fetch_sub(1, Ordering::Relaxed);
         } else {
@@ -236,7 +244,16 @@ fn run_jobs(translator: &Translator, jobs: Vec<Job>, cfg: &EngineConfig, stats: 
         if job.reply.is_closed() {
             continue;
         }
-        let sources = translator.encode_all(&job.texts);
+        let sources = match &job.target_lang {
+            None => translator.encode_all(&job.texts),
+            Some(lang) => match translator.with_target_lang(&job.texts, lang) {
+                Ok(tagged) => translator.encode_all(&tagged),
+                Err(e) => {
+                    let _ = job.reply.send(Err(ApiError::bad_request(e.to_string())));
+                    continue;
+                }
+            },
+        };
         if let Some((i, s)) = sources
             .iter()
             .enumerate()
@@ -274,7 +291,11 @@ fn run_jobs(translator: &Translator, jobs: Vec<Job>, cfg: &EngineConfig, stats: 
             .max_group_requests
             .fetch_max(group.len() as u64, Ordering::Relaxed);
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            translator.search(&sources, &opts.to_config(), cfg.max_batch)
+            translator.search(
+                &sources,
+                &opts.to_config(translator.specials()),
+                cfg.max_batch,
+            )
         }));
         let mut results = match result {
             Ok(Ok(r)) => r.into_iter(),

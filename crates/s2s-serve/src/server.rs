@@ -172,8 +172,9 @@ async fn translate_inner(
     })?;
     let req: TranslateRequest = serde_json::from_slice(&body)
         .map_err(|e| ApiError::bad_request(format!("invalid request JSON: {e}")))?;
+    let target_lang = req.target_lang.clone();
     let (texts, opts) = req.validate(&s.limits)?;
-    let rx = s.engine.submit(texts, opts)?;
+    let rx = s.engine.submit(texts, opts, target_lang)?;
     match tokio::time::timeout(s.timeout, rx).await {
         Ok(Ok(reply)) => Ok(TranslateResponse {
             translations: reply?,

@@ -117,6 +117,7 @@ pub fn synthetic_batch(shape: &Shape) -> Batch {
         tgt_out,
         tgt_lens,
         tgt_mask,
+        specials: s2s_data::Specials::S2S,
     }
 }
 
@@ -191,7 +192,7 @@ pub fn measure(
                 min_len: t - 1,
                 max_len: t - 1,
                 max_len_ratio: None,
-                special: special_tokens(),
+                special: special_tokens(s2s_data::Specials::S2S),
                 ..SearchConfig::default()
             };
             let sources: Vec<Vec<u32>> = data.src.chunks(s).map(<[u32]>::to_vec).collect();

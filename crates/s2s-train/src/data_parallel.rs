@@ -75,7 +75,7 @@ pub fn batch_loss(
     step: usize,
     replica: usize,
 ) -> LossOutput {
-    let src = PaddedIds::from_flat(&b.src, b.batch_size, b.src_len, s2s_data::PAD, device);
+    let src = PaddedIds::from_flat(&b.src, b.batch_size, b.src_len, b.specials.pad, device);
     let tgt_in = int_tensor(&b.tgt_in, [b.batch_size, b.tgt_len], device);
     let tgt_out = int_tensor(&b.tgt_out, [b.batch_size, b.tgt_len], device);
     // Every random stream of this step comes from (seed, step): dropout via the device seed,
@@ -99,7 +99,7 @@ pub fn batch_loss(
         hidden,
         &model.output_layer(),
         tgt_out,
-        s2s_data::PAD,
+        b.specials.pad,
         cfg.label_smoothing,
         b.num_tgt_tokens(),
     )

@@ -34,6 +34,9 @@ pub struct Corpus<'a> {
 
 pub struct TrainOptions {
     pub resume: bool,
+    /// Weights to start from instead of random ones (fine-tuning); unused when resuming, since
+    /// the checkpoint holds the weights.
+    pub init: Option<std::path::PathBuf>,
     pub progress: bool,
     /// Stops the loop at the next step boundary (e.g. on SIGINT), after a checkpoint.
     pub interrupter: Interrupter,
@@ -130,11 +133,11 @@ fn validate(
     let (mut nll, mut tokens) = (0.0f64, 0usize);
     for idx in sorted_batches(&valid.lengths(), &bcfg) {
         let b = valid.batch(&idx);
-        let src = PaddedIds::from_flat(&b.src, b.batch_size, b.src_len, s2s_data::PAD, device);
+        let src = PaddedIds::from_flat(&b.src, b.batch_size, b.src_len, b.specials.pad, device);
         let tgt_in = int_tensor(&b.tgt_in, [b.batch_size, b.tgt_len], device);
         let tgt_out = int_tensor(&b.tgt_out, [b.batch_size, b.tgt_len], device);
         let logits = model.forward_teacher(&src, tgt_in, None);
-        let out = label_smoothed_nll(logits, tgt_out, s2s_data::PAD, 0.0, b.num_tgt_tokens());
+        let out = label_smoothed_nll(logits, tgt_out, b.specials.pad, 0.0, b.num_tgt_tokens());
         nll += out.nll_sum.into_scalar::<f32>() as f64;
         tokens += b.num_tgt_tokens();
     }
@@ -143,7 +146,7 @@ fn validate(
     } else {
         cfg.valid_bleu_sentences.min(valid.len())
     };
-    let search = s2s_infer::defaults::search(Strategy::Greedy);
+    let search = s2s_infer::defaults::search(Strategy::Greedy, valid.specials);
     let hyps = s2s_models::decoder::translate_all(
         model,
         device,
@@ -235,7 +238,10 @@ impl<'a> Trainer<'a> {
         let cfg = &run.train;
         let ad = devices[0].clone().autodiff();
         ad.seed(cfg.seed);
-        let model = Seq2SeqModel::new(&run.model, run.src_vocab, run.tgt_vocab, &ad);
+        let mut model = Seq2SeqModel::new(&run.model, run.src_vocab, run.tgt_vocab, &ad);
+        if let (Some(weights), false) = (&opts.init, opts.resume) {
+            model = s2s_models::io::load_weights(model, weights)?;
+        }
         let parameters = model.num_params();
         s2s_infer::model_dir::write_model_info(model_dir, run, parameters)?;
         if opts.progress {

@@ -31,7 +31,7 @@ fn trained_model_decodes_the_same_alone_and_in_a_batch() {
             nbest: 1,
             max_len: 20,
             return_attention: true,
-            special: s2s_infer::defaults::special_tokens(),
+            special: s2s_infer::defaults::special_tokens(s2s_data::Specials::S2S),
             ..Default::default()
         };
         let batched =

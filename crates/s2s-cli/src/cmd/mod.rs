@@ -1,6 +1,7 @@
 //! One module per subcommand.
 pub mod average;
 pub mod bench;
+pub mod convert;
 pub mod data;
 pub mod eval;
 pub mod plot;

@@ -19,6 +19,8 @@ enum KindArg {
     Char,
     /// One token per word; punctuation and CJK characters are split off.
     Word,
+    /// A SentencePiece-style unigram model (exportable to MarianMT with `--joint`).
+    Unigram,
 }
 
 impl From<KindArg> for TokenizerKind {
@@ -27,6 +29,7 @@ impl From<KindArg> for TokenizerKind {
             KindArg::Bpe => TokenizerKind::Bpe,
             KindArg::Char => TokenizerKind::Char,
             KindArg::Word => TokenizerKind::Word,
+            KindArg::Unigram => TokenizerKind::Unigram,
         }
     }
 }
@@ -122,6 +125,14 @@ pub struct PrepareArgs {
     /// Train one tokenizer on both sides (saved as both tokenizer files).
     #[arg(long)]
     joint: bool,
+    /// Encode with the tokenizers of this MODEL_DIR instead of training new ones: the corpus to
+    /// fine-tune that model on (`s2s train --init MODEL_DIR`).
+    #[arg(
+        long,
+        value_name = "MODEL_DIR",
+        conflicts_with_all = ["tokenizer", "src_tokenizer", "tgt_tokenizer", "joint", "min_freq"]
+    )]
+    tokenizers_from: Option<PathBuf>,
     /// Drop training pairs with more tokens than this on either side (0: no limit).
     #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_LEN)]
     max_len: usize,
@@ -187,6 +198,12 @@ fn config(args: &PrepareArgs) -> anyhow::Result<PrepareConfig> {
     cfg.tgt_tokenizer = args.tgt_tokenizer.or(args.tokenizer).map(Into::into);
     cfg.vocab_size = args.vocab_size;
     cfg.joint = args.joint;
+    cfg.tokenizers_from = args.tokenizers_from.as_ref().map(|dir| {
+        (
+            dir.join(s2s_infer::model_dir::SRC_TOKENIZER),
+            dir.join(s2s_infer::model_dir::TGT_TOKENIZER),
+        )
+    });
     cfg.max_len = args.max_len;
     cfg.min_freq = args.min_freq;
     cfg.clean = CleanConfig {

@@ -115,6 +115,7 @@ pub fn run(args: QuickstartArgs) -> Result<()> {
         keep_last: None,
         save_every: None,
         resume: false,
+        init: None,
         force: true,
         device: args.device.clone(),
         devices: None,
@@ -131,7 +132,7 @@ pub fn run(args: QuickstartArgs) -> Result<()> {
         .context("the prepared corpus has no test split")?;
     let search = s2s_search::SearchConfig {
         ban_unk: true,
-        ..s2s_infer::defaults::beam()
+        ..s2s_infer::defaults::beam(translator.specials())
     };
     let translate = |lines: &[String]| -> Result<Vec<String>> {
         Ok(translator.translate_best(lines, &search, s2s_infer::defaults::BATCH_SIZE)?)

@@ -1,6 +1,6 @@
 use anyhow::{Context, Result, bail};
 use s2s_infer::RunConfig;
-use s2s_infer::config::resolve;
+use s2s_infer::config::{resolve, resolve_init};
 use s2s_infer::model_dir::{self, CONFIG};
 use s2s_train::{Corpus, StopReason, TrainOptions};
 use std::path::{Path, PathBuf};
@@ -40,6 +40,11 @@ pub struct TrainArgs {
     /// Continue from MODEL_DIR/checkpoint exactly where it stopped.
     #[arg(long)]
     pub resume: bool,
+    /// Fine-tune: start from the weights of this MODEL_DIR (imported or trained) instead of
+    /// random ones. Its architecture is kept (a --config may change dropout and [train]); the
+    /// data must be encoded with its tokenizers (`s2s prepare --tokenizers-from MODEL_DIR`).
+    #[arg(long, value_name = "MODEL_DIR", conflicts_with_all = ["arch", "resume"])]
+    pub init: Option<PathBuf>,
     /// Overwrite an existing model in --out (without it, an existing model is never touched).
     #[arg(long)]
     pub force: bool,
@@ -123,8 +128,14 @@ pub fn run(args: TrainArgs) -> Result<()> {
             .map(|p| p.display().to_string())
             .unwrap_or_default();
         let file = text.as_deref().map(|t| (name.as_str(), t));
-        let (arch, model, mut train) =
-            resolve(args.arch.as_deref(), file).map_err(anyhow::Error::msg)?;
+        let (arch, model, mut train) = match &args.init {
+            Some(init) => {
+                check_init_tokenizers(init, &data)?;
+                let base = model_dir::read_run_config(init)?;
+                resolve_init(&base, file).map_err(anyhow::Error::msg)?
+            }
+            None => resolve(args.arch.as_deref(), file).map_err(anyhow::Error::msg)?,
+        };
         if train.bleu_tokenize == "13a" && data.meta.options.tgt_is_chinese {
             train.bleu_tokenize = "zh".into();
         }
@@ -172,6 +183,18 @@ pub fn run(args: TrainArgs) -> Result<()> {
             }
         }
         model_dir::create(out, &run, &data)?;
+        if let Some(init) = &args.init {
+            // An imported model's SentencePiece files go along, for `s2s export`.
+            for name in [model_dir::SRC_SPM, model_dir::TGT_SPM] {
+                let from = init.join(name);
+                if from.exists() {
+                    let bytes = std::fs::read(&from)
+                        .with_context(|| format!("cannot read {}", from.display()))?;
+                    s2s_data::atomic_write(out.join(name), &bytes)
+                        .with_context(|| format!("cannot write {}", out.join(name).display()))?;
+                }
+            }
+        }
         run
     };
     if run.src_vocab != data.src_tokenizer.vocab_size()
@@ -209,6 +232,7 @@ pub fn run(args: TrainArgs) -> Result<()> {
         &devices,
         &TrainOptions {
             resume: args.resume,
+            init: args.init.as_ref().map(|d| d.join(model_dir::BEST)),
             progress: !args.quiet,
             interrupter,
         },
@@ -240,6 +264,32 @@ pub fn run(args: TrainArgs) -> Result<()> {
             "training finished ({r:?}); best model in {}",
             out.join(model_dir::BEST).display()
         ),
+    }
+    Ok(())
+}
+
+/// A fine-tuning run's data must be encoded with the initial model's tokenizers: the same ids
+/// for the same pieces.
+fn check_init_tokenizers(init: &Path, data: &s2s_data::DataDir) -> Result<()> {
+    let sides = [
+        (&data.meta.tokenizers.src.file, model_dir::SRC_TOKENIZER),
+        (&data.meta.tokenizers.tgt.file, model_dir::TGT_TOKENIZER),
+    ];
+    for (data_file, model_file) in sides {
+        let (a, b) = (data.path.join(data_file), init.join(model_file));
+        let read =
+            |p: &Path| std::fs::read(p).with_context(|| format!("cannot read {}", p.display()));
+        if read(&a)? != read(&b)? {
+            bail!(
+                "{} was not encoded with the tokenizers of {}: {} differs from {}; prepare the \
+                 corpus with `s2s prepare ... --tokenizers-from {}`",
+                data.path.display(),
+                init.display(),
+                a.display(),
+                b.display(),
+                init.display()
+            );
+        }
     }
     Ok(())
 }

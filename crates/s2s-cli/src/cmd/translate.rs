@@ -67,7 +67,8 @@ pub struct SearchArgs {
 }
 
 impl SearchArgs {
-    pub fn to_config(&self) -> Result<SearchConfig> {
+    /// The search these options ask for, over a vocabulary with `specials`.
+    pub fn to_config(&self, specials: s2s_data::Specials) -> Result<SearchConfig> {
         let strategy = match self.search {
             SearchKind::Greedy => Strategy::Greedy,
             SearchKind::Beam => Strategy::Beam { k: self.beam },
@@ -98,7 +99,7 @@ impl SearchArgs {
             max_len_ratio: Some(defaults::len_ratio(self.max_len_ratio)),
             no_repeat_ngram: self.no_repeat_ngram,
             ban_unk: self.ban_unk,
-            ..defaults::search(strategy)
+            ..defaults::search(strategy, specials)
         })
     }
 }
@@ -117,6 +118,10 @@ pub struct TranslateArgs {
     pub output: Option<PathBuf>,
     #[command(flatten)]
     pub search: SearchArgs,
+    /// The target language of a multilingual Marian model (`cmn_Hans`, or the tag
+    /// `>>cmn_Hans<<`): its tag goes in front of every line.
+    #[arg(long, value_name = "LANG")]
+    pub target_lang: Option<String>,
     /// Write one JSON object per line with the n-best, scores and tokens.
     #[arg(long)]
     pub json: bool,
@@ -133,10 +138,10 @@ pub struct TranslateArgs {
 }
 
 pub fn run(args: TranslateArgs) -> Result<()> {
-    let mut cfg = args.search.to_config()?;
-    cfg.return_attention = args.attention_plot.is_some();
     let device = s2s_models::backend::parse_device(&args.device).map_err(anyhow::Error::msg)?;
     let translator = Translator::load(&args.model, &device)?;
+    let mut cfg = args.search.to_config(translator.specials())?;
+    cfg.return_attention = args.attention_plot.is_some();
     let (bytes, name) = match &args.input {
         Some(p) => (
             std::fs::read(p).with_context(|| format!("cannot read {}", p.display()))?,
@@ -151,7 +156,16 @@ pub fn run(args: TranslateArgs) -> Result<()> {
         }
     };
     let lines = s2s_data::io::split_lines(&bytes, &name)?;
-    let translations = translator.translate(&lines, &cfg, args.batch_size)?;
+    let mut translations = match &args.target_lang {
+        None => translator.translate(&lines, &cfg, args.batch_size)?,
+        Some(lang) => {
+            let tagged = translator.with_target_lang(&lines, lang)?;
+            translator.translate(&tagged, &cfg, args.batch_size)?
+        }
+    };
+    for (t, line) in translations.iter_mut().zip(&lines) {
+        t.src.clone_from(line);
+    }
     // A file is written whole and atomically (no half-written output if decoding fails);
     // stdout streams.
     let mut buffer = Vec::new();

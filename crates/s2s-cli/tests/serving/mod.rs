@@ -88,6 +88,7 @@ pub fn train_reversal_model(root: &Path) -> PathBuf {
     };
     let opts = TrainOptions {
         resume: false,
+        init: None,
         progress: false,
         interrupter: s2s_train::Interrupter::new(),
     };

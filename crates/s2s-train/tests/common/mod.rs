@@ -138,6 +138,7 @@ pub fn try_train_on(
     };
     let opts = TrainOptions {
         resume,
+        init: None,
         progress: false,
         interrupter: s2s_train::Interrupter::new(),
     };
@@ -154,7 +155,7 @@ pub fn exact_match(model_dir: &Path, data: &DataDir, run: &RunConfig) -> f64 {
         strategy: s2s_search::Strategy::Greedy,
         nbest: 1,
         max_len: 20,
-        special: s2s_infer::defaults::special_tokens(),
+        special: s2s_infer::defaults::special_tokens(s2s_data::Specials::S2S),
         ..Default::default()
     };
     let hyps =
