@@ -87,6 +87,7 @@ fn transformer(
         activation: Activation::Relu,
         scale_embeddings: true,
         logits_bias: false,
+        zero_start: false,
         alignment_layer: None,
     }
 }

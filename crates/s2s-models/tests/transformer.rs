@@ -16,7 +16,7 @@ fn tiny() -> TransformerConfig {
 }
 
 /// The preset and variants exercising Marian's options (SiLU, concatenated sinusoids, unscaled
-/// embeddings, a logits bias), pre-norm, learned positions, shared and untied embeddings,
+/// embeddings, a logits bias, a zero start), pre-norm, learned positions, shared and untied embeddings,
 /// a chosen alignment layer, and dropout settings (inert at inference).
 fn variants() -> Vec<ModelConfig> {
     let t = tiny();
@@ -38,6 +38,7 @@ fn variants() -> Vec<ModelConfig> {
             activation: Activation::Swish,
             scale_embeddings: false,
             logits_bias: true,
+            zero_start: true,
             share_embeddings: true,
             ..t.clone()
         }),
@@ -185,4 +186,29 @@ fn preset_sizes() {
     });
     let n = burn::module::Module::num_params(&Seq2SeqModel::new(&cfg, 8000, 8000, &device()));
     assert_eq!(n, 7_577_600);
+}
+
+/// With `zero_start` the first decoder input is a zero vector: whatever token stands at
+/// position 0 (and whatever its embedding), every output is the same; without it, it matters.
+#[test]
+fn zero_start_ignores_the_first_decoder_token() {
+    let src = PaddedIds::new(&[vec![4, 5, 6, EOS]], PAD, &device());
+    let logits = |model: &Seq2SeqModel, first: i64| {
+        let tgt: Tensor<2, Int> =
+            Tensor::from_data(TensorData::new(vec![first, 7, 8], [1, 3]), &device());
+        model
+            .forward_teacher(&src, tgt, None)
+            .into_data()
+            .try_into_vec::<f32>()
+            .unwrap()
+    };
+    for zero_start in [true, false] {
+        let cfg = ModelConfig::Transformer(TransformerConfig {
+            zero_start,
+            ..tiny()
+        });
+        let model = build(&cfg);
+        let same = logits(&model, BOS as i64) == logits(&model, 9);
+        assert_eq!(same, zero_start, "zero_start = {zero_start}");
+    }
 }

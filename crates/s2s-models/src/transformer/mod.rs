@@ -58,6 +58,11 @@ pub struct TransformerConfig {
     /// `final_logits_bias`).
     #[serde(default)]
     pub logits_bias: bool,
+    /// The decoder's first input is a zero vector (plus its position) instead of the `<bos>`
+    /// embedding: how Marian and CTranslate2 start decoding, so an exported model converts to
+    /// CTranslate2 exactly.
+    #[serde(default)]
+    pub zero_start: bool,
     /// The decoder layer (0-based) whose encoder-decoder attention, averaged over heads, is
     /// reported for alignments and heatmaps; default: the last.
     #[serde(default, skip_serializing_if = "Option::is_none")]

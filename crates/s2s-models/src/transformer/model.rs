@@ -103,17 +103,25 @@ impl TransformerSeq2Seq {
     }
 
     /// `table(ids) * sqrt(d) + PE(start..)` (unscaled without `scale_embeddings`), then dropout:
-    /// `[batch, len, d]`.
+    /// `[batch, len, d]`. With `zero_first`, position 0's token embedding is zero.
     fn embed(
         &self,
         table: &Embedding,
         pos: &PositionEncoding,
         ids: Tensor<2, Int>,
         start: usize,
+        zero_first: bool,
     ) -> Tensor<3> {
-        let [_, len] = ids.dims();
+        let [batch, len] = ids.dims();
         let device = ids.device();
         let mut x = table.forward(ids);
+        if zero_first && start == 0 {
+            let d = self.cfg.d_model;
+            x = x.slice_assign(
+                [0..batch, 0..1, 0..d],
+                Tensor::zeros([batch, 1, d], &device),
+            );
+        }
         if self.cfg.scale_embeddings {
             x = x.mul_scalar((self.cfg.d_model as f64).sqrt());
         }
@@ -124,7 +132,7 @@ impl TransformerSeq2Seq {
     /// Encoder output `[batch, src_len, d]` for `src` with `pad` (true at padding).
     pub fn encode(&self, src: Tensor<2, Int>, pad: &Tensor<2, Bool>) -> Tensor<3> {
         let table = self.src_emb.as_ref().unwrap_or(&self.tgt_emb);
-        let x = self.embed(table, &self.src_pos, src, 0);
+        let x = self.embed(table, &self.src_pos, src, 0, false);
         self.encoder.forward(x, pad)
     }
 
@@ -165,7 +173,13 @@ impl TransformerSeq2Seq {
     ) -> (Tensor<3>, Tensor<3>) {
         let [_, len] = tokens.dims();
         let device = tokens.device();
-        let mut x = self.embed(&self.tgt_emb, &self.tgt_pos, tokens, state.steps);
+        let mut x = self.embed(
+            &self.tgt_emb,
+            &self.tgt_pos,
+            tokens,
+            state.steps,
+            self.cfg.zero_start,
+        );
         // The parallel pass (no cache) masks the future; a single cached step attends only over
         // the prefix, which is all in the past, so it needs no mask at all.
         debug_assert!(
