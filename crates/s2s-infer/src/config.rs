@@ -245,10 +245,7 @@ pub fn resolve_init(
     init: &RunConfig,
     file: Option<(&str, &str)>,
 ) -> Result<(Option<String>, ModelConfig, TrainConfig), String> {
-    let parsed: ConfigFile = match file {
-        Some((name, text)) => toml::from_str(text).map_err(|e| format!("{name}: {e}"))?,
-        None => ConfigFile::default(),
-    };
+    let parsed = parse_file(file)?;
     let where_ = file.map(|f| f.0).unwrap_or("--init");
     if parsed.arch.is_some() {
         return Err(format!(
@@ -271,18 +268,37 @@ pub fn resolve_init(
             FINE_TUNABLE.join(", ")
         ));
     }
+    let (model, train) = build(model, parsed.train.as_ref(), where_)?;
+    Ok((init.arch.clone(), model, train))
+}
+
+/// A config file's text parsed, or an empty one.
+fn parse_file(file: Option<(&str, &str)>) -> Result<ConfigFile, String> {
+    match file {
+        Some((name, text)) => toml::from_str(text).map_err(|e| format!("{name}: {e}")),
+        None => Ok(ConfigFile::default()),
+    }
+}
+
+/// The merged `[model]` table as a validated config, and the default training options under
+/// `train` overrides; `where_` names the source in errors.
+fn build(
+    model: toml::Table,
+    train_overrides: Option<&toml::Table>,
+    where_: &str,
+) -> Result<(ModelConfig, TrainConfig), String> {
     let model: ModelConfig = toml::Value::Table(model)
         .try_into()
         .map_err(|e| format!("{where_}: invalid [model]: {e}"))?;
     model.validate().map_err(|e| format!("{where_}: {e}"))?;
     let mut train = toml::Table::try_from(TrainConfig::default()).map_err(|e| e.to_string())?;
-    if let Some(t) = &parsed.train {
+    if let Some(t) = train_overrides {
         merge_toml(&mut train, t);
     }
     let train: TrainConfig = toml::Value::Table(train)
         .try_into()
         .map_err(|e| format!("{where_}: invalid [train]: {e}"))?;
-    Ok((init.arch.clone(), model, train))
+    Ok((model, train))
 }
 
 /// Resolves `--arch` and/or `--config` into a model and training config.
@@ -290,10 +306,7 @@ pub fn resolve(
     arch: Option<&str>,
     file: Option<(&str, &str)>,
 ) -> Result<(Option<String>, ModelConfig, TrainConfig), String> {
-    let parsed: ConfigFile = match file {
-        Some((name, text)) => toml::from_str(text).map_err(|e| format!("{name}: {e}"))?,
-        None => ConfigFile::default(),
-    };
+    let parsed = parse_file(file)?;
     let arch = arch.map(str::to_string).or(parsed.arch.clone());
     let mut model = match &arch {
         Some(a) => {
@@ -314,16 +327,6 @@ pub fn resolve(
         return Err("no model given: pass --arch PRESET, or a --config with `arch = ...` or a [model] table".into());
     }
     let where_ = file.map(|f| f.0).unwrap_or("--arch");
-    let model: ModelConfig = toml::Value::Table(model)
-        .try_into()
-        .map_err(|e| format!("{where_}: invalid [model]: {e}"))?;
-    model.validate().map_err(|e| format!("{where_}: {e}"))?;
-    let mut train = toml::Table::try_from(TrainConfig::default()).map_err(|e| e.to_string())?;
-    if let Some(t) = &parsed.train {
-        merge_toml(&mut train, t);
-    }
-    let train: TrainConfig = toml::Value::Table(train)
-        .try_into()
-        .map_err(|e| format!("{where_}: invalid [train]: {e}"))?;
+    let (model, train) = build(model, parsed.train.as_ref(), where_)?;
     Ok((arch, model, train))
 }

@@ -114,5 +114,13 @@ pub fn export(args: ExportArgs) -> Result<()> {
             ""
         }
     );
+    if !done.zero_start {
+        eprintln!(
+            "note: the model learned its decoder-start embedding (zero_start = false); \
+             transformers reproduces it, but ct2-transformers-converter starts from a zero vector \
+             and builds a different model. Train with `zero_start = true` for an exact \
+             CTranslate2 conversion."
+        );
+    }
     Ok(())
 }

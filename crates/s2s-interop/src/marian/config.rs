@@ -92,58 +92,55 @@ impl MarianConfig {
                 ));
             }
         };
-        for (field, set) in [
+        let post_norm = "is not supported (post-norm layers with fixed sinusoids are)";
+        for (field, set, why) in [
             (
                 "normalize_before = true",
                 self.normalize_before == Some(true),
+                post_norm,
             ),
             (
                 "normalize_embedding = true",
                 self.normalize_embedding == Some(true),
+                post_norm,
             ),
             (
                 "add_final_layer_norm = true",
                 self.add_final_layer_norm == Some(true),
+                post_norm,
             ),
             (
                 "static_position_embeddings = false",
                 self.static_position_embeddings == Some(false),
+                post_norm,
+            ),
+            (
+                "share_encoder_decoder_embeddings = false",
+                !self.share_encoder_decoder_embeddings
+                    || self
+                        .decoder_vocab_size
+                        .is_some_and(|v| v != self.vocab_size),
+                "(separate source and target vocabularies) is not supported yet",
+            ),
+            (
+                "encoder_attention_heads != decoder_attention_heads",
+                self.encoder_attention_heads != self.decoder_attention_heads,
+                "is not supported (s2s has one head count)",
+            ),
+            (
+                "encoder_ffn_dim != decoder_ffn_dim",
+                self.encoder_ffn_dim != self.decoder_ffn_dim,
+                "is not supported (s2s has one FFN width)",
+            ),
+            (
+                "decoder_start_token_id != pad_token_id",
+                self.decoder_start_token_id != self.pad_token_id,
+                "is not supported (Marian starts decoding from <pad>)",
             ),
         ] {
             if set {
-                return Err(refuse(
-                    field,
-                    "is not supported (post-norm layers with fixed sinusoids are)",
-                ));
+                return Err(refuse(field, why));
             }
-        }
-        if !self.share_encoder_decoder_embeddings
-            || self
-                .decoder_vocab_size
-                .is_some_and(|v| v != self.vocab_size)
-        {
-            return Err(refuse(
-                "share_encoder_decoder_embeddings = false",
-                "(separate source and target vocabularies) is not supported yet",
-            ));
-        }
-        if self.encoder_attention_heads != self.decoder_attention_heads {
-            return Err(refuse(
-                "encoder_attention_heads != decoder_attention_heads",
-                "is not supported (s2s has one head count)",
-            ));
-        }
-        if self.encoder_ffn_dim != self.decoder_ffn_dim {
-            return Err(refuse(
-                "encoder_ffn_dim != decoder_ffn_dim",
-                "is not supported (s2s has one FFN width)",
-            ));
-        }
-        if self.decoder_start_token_id != self.pad_token_id {
-            return Err(refuse(
-                "decoder_start_token_id != pad_token_id",
-                "is not supported (Marian starts decoding from <pad>)",
-            ));
         }
         let cfg = TransformerConfig {
             d_model: self.d_model,
@@ -162,6 +159,8 @@ impl MarianConfig {
             activation,
             scale_embeddings: self.scale_embedding,
             logits_bias: true,
+            // Set by the importer from the weights (a zero `<pad>` row is a zero start).
+            zero_start: false,
             alignment_layer: None,
         };
         cfg.validate()

@@ -198,6 +198,10 @@ pub fn import(src: &Path, out: &Path, force: bool) -> Result<Imported> {
         }
     };
     let s2s = weights::to_s2s(hf, &model_cfg, sinusoids, &weights_what)?;
+    // OPUS-MT's `<pad>` row is zero: Marian starts decoding from a zero vector, and so will s2s
+    // (which keeps it so when fine-tuning). A model with a learned start row keeps using it.
+    let mut model_cfg = model_cfg;
+    model_cfg.zero_start = s2s[weights::S2S_EMBEDDING].row_is_zero(marian.pad_token_id as usize);
     let bytes = weights::write_safetensors(&s2s, None)?;
     let v = vocab.len();
     let run = RunConfig {
@@ -319,6 +323,10 @@ pub struct Exported {
     /// Whether the vocabulary's ids were reordered into Marian's layout (`</s>` 0, `<unk>` 1,
     /// `<pad>` last), which s2s's own layout needs.
     pub reordered: bool,
+    /// Whether the model starts decoding from a zero vector (`zero_start`), as CTranslate2's
+    /// converter assumes of every Marian model; otherwise `ct2-transformers-converter` builds a
+    /// model that computes something else.
+    pub zero_start: bool,
 }
 
 /// Exports the Transformer in `model_dir` as a MarianMT folder `out` (absent or empty unless
@@ -383,7 +391,14 @@ pub fn export(model_dir: &Path, out: &Path, force: bool) -> Result<Exported> {
     let weights_path = model_dir.join(BEST);
     let s2s =
         weights::read_safetensors(&read(&weights_path)?, &weights_path.display().to_string())?;
-    let hf = weights::to_hf(s2s, cfg, &keep)?;
+    let mut hf = weights::to_hf(s2s, cfg, &keep)?;
+    if cfg.zero_start {
+        // The decoder start, which s2s feeds as a zero vector, is Marian's `<pad>` row.
+        let table = hf
+            .get_mut(weights::HF_EMBEDDING)
+            .expect("the embedding is written");
+        table.zero_row(pad as usize);
+    }
     let bytes = weights::write_safetensors(
         &hf,
         Some(HashMap::from([("format".to_owned(), "pt".to_owned())])),
@@ -449,6 +464,7 @@ pub fn export(model_dir: &Path, out: &Path, force: bool) -> Result<Exported> {
         out: out.to_path_buf(),
         vocab_size: keep.len(),
         reordered: !tgt_tok.is_marian(),
+        zero_start: cfg.zero_start,
     })
 }
 

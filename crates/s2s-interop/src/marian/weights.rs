@@ -48,6 +48,20 @@ impl HostTensor {
         HostTensor { shape, data }
     }
 
+    /// Whether row `row` of a matrix is all zeros.
+    pub fn row_is_zero(&self, row: usize) -> bool {
+        let width: usize = self.shape[1..].iter().product();
+        self.data[row * width..(row + 1) * width]
+            .iter()
+            .all(|&x| x == 0.0)
+    }
+
+    /// Sets row `row` of a matrix to zeros.
+    pub fn zero_row(&mut self, row: usize) {
+        let width: usize = self.shape[1..].iter().product();
+        self.data[row * width..(row + 1) * width].fill(0.0);
+    }
+
     fn reshaped(mut self, shape: Vec<usize>) -> HostTensor {
         assert_eq!(shape.iter().product::<usize>(), self.data.len());
         self.shape = shape;
@@ -148,87 +162,66 @@ pub const S2S_OUTPUT: &str = "Transformer.output.weight";
 /// The per-layer links of a Transformer with `cfg`'s layer counts.
 pub fn layer_links(cfg: &TransformerConfig) -> Vec<Link> {
     let mut links = Vec::new();
-    let mut attention = |hf: &str, s2s: &str| {
-        for (h, s) in [
-            ("q_proj", "query"),
-            ("k_proj", "key"),
-            ("v_proj", "value"),
-            ("out_proj", "output"),
-        ] {
+    // A linear layer: its weight (transposed) and bias.
+    let mut linear = |hf: String, s2s: String| {
+        for (p, transpose) in [("weight", true), ("bias", false)] {
             links.push(Link {
-                hf: format!("{hf}.{h}.weight"),
-                s2s: format!("{s2s}.{s}.weight"),
-                transpose: true,
-            });
-            links.push(Link {
-                hf: format!("{hf}.{h}.bias"),
-                s2s: format!("{s2s}.{s}.bias"),
-                transpose: false,
+                hf: format!("{hf}.{p}"),
+                s2s: format!("{s2s}.{p}"),
+                transpose,
             });
         }
     };
-    let stacks = [
-        ("encoder", cfg.enc_layers, &[("self_attn", "self_attn")][..]),
-        (
-            "decoder",
-            cfg.dec_layers,
-            &[("self_attn", "self_attn"), ("encoder_attn", "cross_attn")][..],
-        ),
+    let decoder_attention = [("self_attn", "self_attn"), ("encoder_attn", "cross_attn")];
+    let decoder_norms = [
+        ("self_attn_layer_norm", "self_attn_sub"),
+        ("encoder_attn_layer_norm", "cross_attn_sub"),
+        ("final_layer_norm", "ffn_sub"),
     ];
-    for (stack, layers, attns) in stacks {
-        for i in 0..layers {
-            let hf = format!("model.{stack}.layers.{i}");
-            let s2s = format!("Transformer.{stack}.layers.{i}");
-            for (h, s) in attns {
-                attention(&format!("{hf}.{h}"), &format!("{s2s}.{s}"));
-            }
-        }
-    }
-    for (stack, layers, norms) in [
+    let stacks = [
         (
             "encoder",
             cfg.enc_layers,
-            &[
-                ("self_attn_layer_norm", "self_attn_sub"),
-                ("final_layer_norm", "ffn_sub"),
-            ][..],
+            &decoder_attention[..1],
+            vec![decoder_norms[0], decoder_norms[2]],
         ),
         (
             "decoder",
             cfg.dec_layers,
-            &[
-                ("self_attn_layer_norm", "self_attn_sub"),
-                ("encoder_attn_layer_norm", "cross_attn_sub"),
-                ("final_layer_norm", "ffn_sub"),
-            ][..],
+            &decoder_attention[..],
+            decoder_norms.to_vec(),
         ),
-    ] {
+    ];
+    let mut norms = Vec::new();
+    for (stack, layers, attentions, layer_norms) in stacks {
         for i in 0..layers {
             let hf = format!("model.{stack}.layers.{i}");
             let s2s = format!("Transformer.{stack}.layers.{i}");
-            for (h, s) in norms {
+            for (h, s) in attentions {
+                for (hp, sp) in [
+                    ("q_proj", "query"),
+                    ("k_proj", "key"),
+                    ("v_proj", "value"),
+                    ("out_proj", "output"),
+                ] {
+                    linear(format!("{hf}.{h}.{hp}"), format!("{s2s}.{s}.{sp}"));
+                }
+            }
+            for (h, s) in [("fc1", "inner"), ("fc2", "outer")] {
+                linear(format!("{hf}.{h}"), format!("{s2s}.ffn.{s}"));
+            }
+            for (h, s) in &layer_norms {
                 for (hp, sp) in [("weight", "gamma"), ("bias", "beta")] {
-                    links.push(Link {
+                    norms.push(Link {
                         hf: format!("{hf}.{h}.{hp}"),
                         s2s: format!("{s2s}.{s}.norm.{sp}"),
                         transpose: false,
                     });
                 }
             }
-            for (h, s) in [("fc1", "inner"), ("fc2", "outer")] {
-                links.push(Link {
-                    hf: format!("{hf}.{h}.weight"),
-                    s2s: format!("{s2s}.ffn.{s}.weight"),
-                    transpose: true,
-                });
-                links.push(Link {
-                    hf: format!("{hf}.{h}.bias"),
-                    s2s: format!("{s2s}.ffn.{s}.bias"),
-                    transpose: false,
-                });
-            }
         }
     }
+    links.extend(norms);
     links
 }
 
