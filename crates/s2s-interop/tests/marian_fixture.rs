@@ -129,6 +129,7 @@ fn logits_match_transformers_within_1e4() {
             worst = worst.max((g - w).abs());
         }
     }
+    eprintln!("largest logit difference from transformers: {worst:e}");
     assert!(worst < 1e-4, "largest logit difference {worst}");
 }
 

@@ -58,15 +58,15 @@ pub struct MarianExportArgs {
     pub force: bool,
 }
 
-/// The files `import marian` reads (the last ones only if present).
-const MARIAN_FILES: [&str; 5] = [
+/// The files `import marian` reads. Some hub repositories have only `pytorch_model.bin`: the
+/// weights are fetched if present, and the import then says how to convert them.
+const MARIAN_FILES: [&str; 4] = [
     marian::CONFIG_JSON,
-    marian::WEIGHTS,
     marian::VOCAB_JSON,
     "source.spm",
     "target.spm",
 ];
-const MARIAN_OPTIONAL: [&str; 1] = [marian::TOKENIZER_CONFIG];
+const MARIAN_OPTIONAL: [&str; 2] = [marian::WEIGHTS, marian::TOKENIZER_CONFIG];
 
 pub fn import(args: ImportArgs) -> Result<()> {
     let ImportFormat::Marian(args) = args.format;

@@ -147,7 +147,9 @@ pub fn import(src: &Path, out: &Path, force: bool) -> Result<Imported> {
             "it has only pytorch_model.bin, which s2s does not read (pickle); convert it with \
              `MarianMTModel.from_pretrained(dir).save_pretrained(dir, safe_serialization=True)`"
         } else {
-            "download the model's model.safetensors too"
+            "download the model's model.safetensors too; if it has only pytorch_model.bin, \
+             convert it with transformers: \
+             `MarianMTModel.from_pretrained(dir).save_pretrained(dir, safe_serialization=True)`"
         };
         return Err(unsupported(format!(
             "{} has no {WEIGHTS}: {fix}",
