@@ -55,6 +55,8 @@ pub struct Attention {
 pub struct Translator {
     loaded: LoadedModel,
     eos: String,
+    /// The vocabulary's target-language tags, sorted (found once: a scan of the vocabulary).
+    language_tags: Vec<String>,
 }
 
 impl Translator {
@@ -69,7 +71,23 @@ impl Translator {
             .tokens(&[loaded.src_tokenizer.specials().eos])
             .pop()
             .unwrap_or_default();
-        Translator { loaded, eos }
+        let mut language_tags: Vec<String> = loaded
+            .src_tokenizer
+            .inner()
+            .get_vocab(false)
+            .into_keys()
+            .map(|t| {
+                t.trim_start_matches(s2s_data::tokenizer::FOREIGN_PREFIX)
+                    .to_owned()
+            })
+            .filter(|t| s2s_data::sentencepiece::is_language_tag(t))
+            .collect();
+        language_tags.sort();
+        Translator {
+            loaded,
+            eos,
+            language_tags,
+        }
     }
 
     /// The model, its config and tokenizers.
@@ -103,20 +121,7 @@ impl Translator {
 
     /// The target-language tags the vocabulary has (`>>cmn_Hans<<`: multilingual Marian models).
     pub fn language_tags(&self) -> Vec<String> {
-        let mut tags: Vec<String> = self
-            .loaded
-            .src_tokenizer
-            .inner()
-            .get_vocab(false)
-            .into_keys()
-            .map(|t| {
-                t.trim_start_matches(s2s_data::tokenizer::FOREIGN_PREFIX)
-                    .to_owned()
-            })
-            .filter(|t| s2s_data::sentencepiece::is_language_tag(t))
-            .collect();
-        tags.sort();
-        tags
+        self.language_tags.clone()
     }
 
     /// `texts` with the tag of target language `lang` (`cmn_Hans`, or the tag itself) in front,
@@ -131,7 +136,7 @@ impl Translator {
         } else {
             format!(">>{lang}<<")
         };
-        let tags = self.language_tags();
+        let tags = &self.language_tags;
         if !tags.contains(&tag) {
             let known = if tags.is_empty() {
                 "this model has none: it translates into one language, so drop the option".into()

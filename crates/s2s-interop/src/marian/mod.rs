@@ -22,7 +22,7 @@ use s2s_data::{
     CleanConfig, DataOptions, DataToml, SourceFile, SplitStats, SplitsInfo, TextTokenizer,
     TokenizerInfo, TokenizerKind, TokenizersInfo,
 };
-use s2s_infer::model_dir::{self, BEST, CONFIG, SRC_SPM, SRC_TOKENIZER, TGT_SPM, TGT_TOKENIZER};
+use s2s_infer::model_dir::{self, BEST, SRC_SPM, SRC_TOKENIZER, TGT_SPM, TGT_TOKENIZER};
 use s2s_infer::{RunConfig, TrainConfig};
 use s2s_models::transformer::{Positions, TransformerConfig};
 use s2s_models::{ModelConfig, Seq2SeqModel};
@@ -165,10 +165,15 @@ pub fn import(src: &Path, out: &Path, force: bool) -> Result<Imported> {
             marian.vocab_size
         )));
     }
+    // Each input file is read once: parsed, hashed for data.toml, and the SentencePiece models
+    // copied.
+    let raw: HashMap<&str, Vec<u8>> = [CONFIG_JSON, WEIGHTS, VOCAB_JSON, SRC_SPM, TGT_SPM]
+        .into_iter()
+        .map(|name| Ok((name, read(&file(name))?)))
+        .collect::<Result<_>>()?;
     let tokenizer = |spm: &str| -> Result<TextTokenizer> {
-        let path = file(spm);
-        let what = path.display().to_string();
-        let model = SpmModel::parse(&read(&path)?, &what)?;
+        let what = file(spm).display().to_string();
+        let model = SpmModel::parse(&raw[spm], &what)?;
         Ok(marian_tokenizer(&model, &vocab, &what)?)
     };
     let (src_tok, tgt_tok) = (tokenizer(SRC_SPM)?, tokenizer(TGT_SPM)?);
@@ -184,7 +189,7 @@ pub fn import(src: &Path, out: &Path, force: bool) -> Result<Imported> {
     // Weights: renamed and relaid, then loaded into the model its config.toml builds, so a
     // shape that does not fit fails here, naming the tensor.
     let weights_what = file(WEIGHTS).display().to_string();
-    let hf = weights::read_safetensors(&read(&file(WEIGHTS))?, &weights_what)?;
+    let hf = weights::read_safetensors(&raw[WEIGHTS], &weights_what)?;
     let d = model_cfg.d_model;
     let sinusoids = |rows: usize| {
         let t = s2s_models::transformer::positions::sinusoids(
@@ -246,7 +251,7 @@ pub fn import(src: &Path, out: &Path, force: bool) -> Result<Imported> {
                 .unwrap_or(path.clone())
                 .display()
                 .to_string(),
-            sha256: s2s_data::sha256_hex(&read(&path)?),
+            sha256: s2s_data::sha256_hex(&raw[name]),
             lines: 0,
             format: "marian".into(),
             src_col: None,
@@ -299,7 +304,7 @@ pub fn import(src: &Path, out: &Path, force: bool) -> Result<Imported> {
         s2s_models::io::save_weights(&model, &dir.join(BEST))?;
         model_dir::write_model_info(dir, &run, parameters)?;
         for name in [SRC_SPM, TGT_SPM] {
-            write(dir, name, &read(&file(name))?)?;
+            write(dir, name, &raw[name])?;
         }
         Ok(())
     })?;
@@ -468,9 +473,4 @@ pub fn export(model_dir: &Path, out: &Path, force: bool) -> Result<Exported> {
         reordered: !tgt_tok.is_marian(),
         zero_start: cfg.zero_start,
     })
-}
-
-/// The MODEL_DIR's `config.toml` path, for messages.
-pub fn config_path(dir: &Path) -> PathBuf {
-    dir.join(CONFIG)
 }
