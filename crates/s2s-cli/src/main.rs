@@ -42,6 +42,8 @@ enum Command {
     Import(cmd::convert::ImportArgs),
     /// Export a model for other toolkits (`s2s export hf-marian MODEL_DIR --out DIR`).
     Export(cmd::convert::ExportArgs),
+    /// Write an int8 copy of a Transformer MODEL_DIR for faster, smaller inference.
+    Quantize(cmd::quantize::QuantizeArgs),
     /// Get benchmark corpora (`s2s data get multi30k --out DIR [--from DIR]`), verified by sha256.
     Data(cmd::data::DataArgs),
 }
@@ -62,6 +64,7 @@ fn main() {
         Command::Data(args) => cmd::data::run(args),
         Command::Import(args) => cmd::convert::import(args),
         Command::Export(args) => cmd::convert::export(args),
+        Command::Quantize(args) => cmd::quantize::run(args),
     };
     if let Err(err) = result {
         eprintln!("error: {err:#}");

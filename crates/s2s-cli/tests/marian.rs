@@ -343,3 +343,73 @@ fn an_s2s_model_exports_only_in_marian_layout() {
     };
     assert_eq!(greedy(&concat), greedy(&again));
 }
+
+#[test]
+fn an_int8_copy_translates_and_refuses_what_needs_f32_weights() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tmp.path();
+    let model = t.join("imported");
+    ok(&s2s(
+        &["import", "marian", p(&fixture()), "--out", p(&model)],
+        None,
+    ));
+    let q = t.join("int8");
+    let said = ok(&s2s(&["quantize", p(&model), "--out", p(&q)], None));
+    assert!(said.contains("int8"), "{said}");
+    assert!(q.join("model.int8.safetensors").exists() && !q.join("model.safetensors").exists());
+    let size = |p: PathBuf| std::fs::metadata(p).unwrap().len();
+    assert!(
+        size(q.join("model.int8.safetensors")) * 2 < size(model.join("model.safetensors")),
+        "int8 weights take under half the f32 file"
+    );
+
+    // It translates (with a target language, and as JSON) like its f32 original.
+    let input = "I am Japanese.\nI want to cry.\n";
+    for dir in [&model, &q] {
+        let out = ok(&s2s(
+            &[
+                "translate",
+                "--model",
+                p(dir),
+                "--target-lang",
+                "cmn_Hant",
+                "--json",
+            ],
+            Some(input),
+        ));
+        assert_eq!(out.lines().count(), 2, "{out}");
+        for line in out.lines() {
+            let v: serde_json::Value = serde_json::from_str(line).unwrap();
+            assert!(
+                v["hyps"][0]["score"].as_f64().unwrap().is_finite(),
+                "{line}"
+            );
+        }
+    }
+
+    // What needs the f32 weights says so; nothing is overwritten by mistake.
+    let err = failed(&s2s(
+        &["quantize", p(&q), "--out", p(&t.join("again"))],
+        None,
+    ));
+    assert!(
+        err.contains("int8") && err.contains("quantised from"),
+        "{err}"
+    );
+    let err = failed(&s2s(
+        &["export", "hf-marian", p(&q), "--out", p(&t.join("hf"))],
+        None,
+    ));
+    assert!(err.contains("export needs the f32 model"), "{err}");
+    let err = failed(&s2s(&["quantize", p(&model), "--out", p(&q)], None));
+    assert!(err.contains("--force"), "{err}");
+    let err = failed(&s2s(
+        &["quantize", p(&model), "--out", p(&model), "--force"],
+        None,
+    ));
+    assert!(err.contains("directory of its own"), "{err}");
+    assert!(model.join("model.safetensors").exists());
+    std::fs::copy(model.join("model.safetensors"), q.join("model.safetensors")).unwrap();
+    let err = failed(&s2s(&["translate", "--model", p(&q)], Some(input)));
+    assert!(err.contains("remove one"), "{err}");
+}

@@ -10,7 +10,8 @@
 //! - [`defaults`]: the search defaults, in one place;
 //! - [`translator`]: text in, hypotheses out (clean, tokenise, search, detokenise, scores and
 //!   attention labelled with tokens);
-//! - [`plot`]: attention heatmaps and training curves as SVG.
+//! - [`plot`]: attention heatmaps and training curves as SVG;
+//! - [`quantize`]: an int8 copy of a Transformer MODEL_DIR (`s2s quantize`).
 //!
 //! It knows models through `s2s-models` and search through `s2s-search`, and nothing of training
 //! or HTTP: `s2s-train` and `s2s-serve` build on it, never the other way round.
@@ -20,6 +21,7 @@ pub mod defaults;
 pub mod metrics;
 pub mod model_dir;
 pub mod plot;
+pub mod quantize;
 pub mod translator;
 
 pub use config::{RunConfig, TrainConfig};

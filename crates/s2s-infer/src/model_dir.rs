@@ -6,6 +6,7 @@
 //! tokenizer.src.json   HF tokenizers
 //! tokenizer.tgt.json
 //! model.safetensors    best weights
+//! model.int8.safetensors  an int8 model's weights (`s2s quantize`), instead of model.safetensors
 //! metrics.jsonl        one line per validation
 //! model.json           {"arch": ..., "parameters": N}: the model's size, for reports
 //! checkpoint/          last state, enough to resume exactly (s2s-train's)
@@ -29,6 +30,8 @@ pub const DATA_TOML: &str = "data.toml";
 pub const SRC_TOKENIZER: &str = "tokenizer.src.json";
 pub const TGT_TOKENIZER: &str = "tokenizer.tgt.json";
 pub const BEST: &str = "model.safetensors";
+/// An int8 model's weights ([`s2s_models::io::save_int8_weights`]), in place of [`BEST`].
+pub const INT8: &str = "model.int8.safetensors";
 pub const MODEL_JSON: &str = "model.json";
 pub const METRICS: &str = "metrics.jsonl";
 pub const LOCK: &str = ".lock";
@@ -148,16 +151,12 @@ pub fn load(dir: &Path, device: &Device) -> Result<LoadedModel, InferError> {
     };
     let src_tokenizer = tok(SRC_TOKENIZER, run.src_vocab)?;
     let tgt_tokenizer = tok(TGT_TOKENIZER, run.tgt_vocab)?;
-    let best = dir.join(BEST);
-    if !best.exists() {
-        return Err(InferError::Config(format!(
-            "{} has no {BEST} yet: training has not reached its first validation",
-            dir.display()
-        )));
-    }
     let model = Seq2SeqModel::for_loading(&run.model, run.src_vocab, run.tgt_vocab, device)
         .map_err(InferError::Config)?;
-    let model = s2s_models::io::load_weights(model, &best)?;
+    let model = match weights(dir)? {
+        Weights::Float(path) => s2s_models::io::load_weights(model, &path)?,
+        Weights::Int8(path) => s2s_models::io::load_int8_weights(model, &path)?,
+    };
     Ok(LoadedModel {
         run,
         data,
@@ -166,6 +165,78 @@ pub fn load(dir: &Path, device: &Device) -> Result<LoadedModel, InferError> {
         tgt_tokenizer,
         device: device.clone(),
     })
+}
+
+/// Which weights a MODEL_DIR holds.
+pub enum Weights {
+    /// [`BEST`]: f32, trainable.
+    Float(std::path::PathBuf),
+    /// [`INT8`]: an int8 model, for inference only.
+    Int8(std::path::PathBuf),
+}
+
+/// The weights file of `dir`: [`BEST`] or [`INT8`], exactly one of them.
+pub fn weights(dir: &Path) -> Result<Weights, InferError> {
+    let (best, int8) = (dir.join(BEST), dir.join(INT8));
+    match (best.exists(), int8.exists()) {
+        (true, false) => Ok(Weights::Float(best)),
+        (false, true) => Ok(Weights::Int8(int8)),
+        (true, true) => Err(InferError::Config(format!(
+            "{} holds both {BEST} and {INT8}: remove one (`s2s quantize --out` writes an int8 model to a directory of its own)",
+            dir.display()
+        ))),
+        (false, false) => Err(InferError::Config(format!(
+            "{} has no {BEST} yet: training has not reached its first validation",
+            dir.display()
+        ))),
+    }
+}
+
+/// The f32 weights of `dir`, for a use that needs them (`what`: training from them, averaging,
+/// exporting); an int8 model's directory is refused with the fix.
+pub fn float_weights(dir: &Path, what: &str) -> Result<std::path::PathBuf, InferError> {
+    match weights(dir)? {
+        Weights::Float(path) => Ok(path),
+        Weights::Int8(_) => Err(InferError::Config(format!(
+            "{} holds an int8 model ({INT8}): {what} needs the f32 model it was quantised from",
+            dir.display()
+        ))),
+    }
+}
+
+/// Runs `fill` on a fresh staging folder beside `out`, then puts it in `out`'s place, so a
+/// failure leaves nothing half-written. `out` must be absent or empty unless `force`.
+pub fn write_staged<E: From<InferError>>(
+    out: &Path,
+    force: bool,
+    fill: impl FnOnce(&Path) -> Result<(), E>,
+) -> Result<(), E> {
+    if let Ok(mut entries) = std::fs::read_dir(out)
+        && entries.next().is_some()
+        && !force
+    {
+        return Err(InferError::Config(format!(
+            "{} is not empty; choose another --out, or pass --force to replace it",
+            out.display()
+        ))
+        .into());
+    }
+    let name = out
+        .file_name()
+        .ok_or_else(|| InferError::Config(format!("--out {} names no folder", out.display())))?;
+    let staging = out.with_file_name(format!(".{}.partial", name.to_string_lossy()));
+    if staging.exists() {
+        std::fs::remove_dir_all(&staging).map_err(|e| InferError::io(&staging, e))?;
+    }
+    std::fs::create_dir_all(&staging).map_err(|e| InferError::io(&staging, e))?;
+    if let Err(e) = fill(&staging) {
+        let _ = std::fs::remove_dir_all(&staging);
+        return Err(e);
+    }
+    if out.exists() {
+        std::fs::remove_dir_all(out).map_err(|e| InferError::io(out, e))?;
+    }
+    std::fs::rename(&staging, out).map_err(|e| InferError::io(out, e).into())
 }
 
 /// Exclusive use of a MODEL_DIR by one writer (`s2s train`, `s2s average`), released when

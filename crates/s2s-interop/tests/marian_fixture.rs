@@ -104,12 +104,13 @@ fn logits(dir: &Path, source: &[u32], decoder_input: &[u32]) -> Vec<f32> {
         .unwrap()
 }
 
-#[test]
-fn logits_match_transformers_within_1e4() {
-    let mut worst = 0f32;
+/// The largest difference between the teacher-forced logits of the model in `dir` and
+/// transformers' reference logits, and the spread (max - min) of the reference logits.
+fn logit_difference_from_transformers(dir: &Path) -> (f32, f32) {
+    let (mut worst, mut lo, mut hi) = (0f32, f32::MAX, f32::MIN);
     for case in reference()["logits"].as_array().unwrap() {
         let got = logits(
-            imported(),
+            dir,
             &ids(&case["source_ids"]),
             &ids(&case["decoder_input_ids"]),
         );
@@ -127,10 +128,35 @@ fn logits_match_transformers_within_1e4() {
         assert_eq!(got.len(), want.len());
         for (g, w) in got.iter().zip(&want) {
             worst = worst.max((g - w).abs());
+            (lo, hi) = (lo.min(*w), hi.max(*w));
         }
     }
+    (worst, hi - lo)
+}
+
+#[test]
+fn logits_match_transformers_within_1e4() {
+    let (worst, _) = logit_difference_from_transformers(imported());
     eprintln!("largest logit difference from transformers: {worst:e}");
     assert!(worst < 1e-4, "largest logit difference {worst}");
+}
+
+/// Stated tolerance of int8 inference: its logits stay within 2% of the reference logits'
+/// spread of transformers' f32 logits.
+const INT8_LOGIT_TOLERANCE: f32 = 0.02;
+
+#[test]
+fn int8_logits_stay_close_to_transformers() {
+    let tmp = tempfile::tempdir().unwrap();
+    let q = tmp.path().join("q");
+    s2s_infer::quantize::quantize(imported(), &q, false).unwrap();
+    let (worst, spread) = logit_difference_from_transformers(&q);
+    eprintln!("int8: largest logit difference from transformers {worst} of a spread of {spread}");
+    assert!(worst > 0.0, "the int8 model computed nothing in int8");
+    assert!(
+        worst <= INT8_LOGIT_TOLERANCE * spread,
+        "int8 logits differ by {worst}, more than {INT8_LOGIT_TOLERANCE} of {spread}"
+    );
 }
 
 /// Decodes every `set` entry one sentence at a time and compares with transformers' outputs.

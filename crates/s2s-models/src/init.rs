@@ -1,9 +1,9 @@
 //! Parameter initialisers shared by the Transformer and ConvS2S, which follow fairseq's schemes
 //! rather than burn's defaults (Kaiming-uniform weights *and* biases).
 
-use burn::module::{Module, ModuleVisitor, Param};
+use burn::module::{Module, ModuleVisitor, Param, ParamId};
 use burn::nn::{Embedding, Initializer, Linear};
-use burn::tensor::{Device, Distribution, Tensor, TensorData};
+use burn::tensor::{Device, Distribution, Shape, Tensor, TensorData};
 
 /// A linear layer `[d_in, d_out]` whose weight comes from `init` and whose bias (if any) is zero,
 /// as in fairseq's `Linear` helpers.
@@ -37,17 +37,32 @@ pub fn normal_linear(d_in: usize, d_out: usize, std: f64, device: &Device) -> Li
 }
 
 /// An embedding table drawn from `N(0, std)` whose row `pad` is zero (fairseq's `padding_idx`), so
-/// padding starts out contributing nothing.
+/// padding starts out contributing nothing. Drawn lazily, at its first read, like burn's own
+/// initialisers: a model whose weights are loaded never draws it ([`draw_now`] draws it first
+/// for training, in the same order as an eager draw, since embeddings lead their models).
 pub fn embedding(n: usize, d: usize, std: f64, pad: Option<u32>, device: &Device) -> Embedding {
-    let mut weight: Tensor<2> = Tensor::random([n, d], Distribution::Normal(0.0, std), device);
-    if let Some(pad) = pad.filter(|&p| (p as usize) < n) {
-        let keep: Vec<f32> = (0..n)
-            .map(|i| if i == pad as usize { 0.0 } else { 1.0 })
-            .collect();
-        weight = weight * Tensor::<2>::from_data(TensorData::new(keep, [n, 1]), device);
-    }
+    let pad = pad.filter(|&p| (p as usize) < n);
+    let draw = move |device: &Device, require_grad: bool| {
+        let mut weight: Tensor<2> = Tensor::random([n, d], Distribution::Normal(0.0, std), device);
+        if let Some(pad) = pad {
+            let keep: Vec<f32> = (0..n)
+                .map(|i| if i == pad as usize { 0.0 } else { 1.0 })
+                .collect();
+            weight = weight * Tensor::<2>::from_data(TensorData::new(keep, [n, 1]), device);
+        }
+        if require_grad {
+            weight = weight.require_grad();
+        }
+        weight
+    };
     Embedding {
-        weight: Param::from_tensor(weight),
+        weight: Param::uninitialized(
+            ParamId::new(),
+            draw,
+            device.clone(),
+            true,
+            Shape::new([n, d]),
+        ),
     }
 }
 

@@ -10,6 +10,7 @@ pub mod decoder;
 pub mod engine;
 pub mod init;
 pub mod io;
+pub mod layers;
 pub mod output;
 pub mod rnn;
 pub mod transformer;
@@ -86,8 +87,12 @@ impl Seq2SeqModel {
         tgt_in: Tensor<2, Int>,
         feed_gold: Option<&mut dyn FnMut(usize) -> Tensor<1, Bool>>,
     ) -> Tensor<3> {
-        self.output_layer()
-            .logits(self.teacher_hidden(src, tgt_in, feed_gold))
+        let hidden = self.teacher_hidden(src, tgt_in, feed_gold);
+        match self {
+            // An int8 Transformer projects in int8; it has no f32 output layer.
+            Seq2SeqModel::Transformer(m) => m.logits(hidden),
+            _ => self.output_layer().logits(hidden),
+        }
     }
 
     /// Teacher-forced decoder output just before the vocabulary projection,
@@ -108,6 +113,11 @@ impl Seq2SeqModel {
             Seq2SeqModel::Transformer(m) => m.teacher_hidden(ids, pad, tgt_in).0,
             Seq2SeqModel::ConvS2S(m) => m.teacher_hidden(ids, pad, tgt_in).0,
         }
+    }
+
+    /// Whether the model computes with int8 weights (`s2s quantize`); only inference runs it.
+    pub fn is_int8(&self) -> bool {
+        matches!(self, Seq2SeqModel::Transformer(m) if m.is_int8())
     }
 
     /// The vocabulary projection that turns [`Seq2SeqModel::teacher_hidden`] into logits.

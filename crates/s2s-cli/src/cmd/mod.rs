@@ -6,6 +6,7 @@ pub mod data;
 pub mod eval;
 pub mod plot;
 pub mod prepare;
+pub mod quantize;
 pub mod quickstart;
 pub mod serve;
 pub mod train;

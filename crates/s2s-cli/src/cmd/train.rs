@@ -232,7 +232,11 @@ pub fn run(args: TrainArgs) -> Result<()> {
         &devices,
         &TrainOptions {
             resume: args.resume,
-            init: args.init.as_ref().map(|d| d.join(model_dir::BEST)),
+            init: args
+                .init
+                .as_ref()
+                .map(|d| model_dir::float_weights(d, "fine-tuning (--init)"))
+                .transpose()?,
             progress: !args.quiet,
             interrupter,
         },

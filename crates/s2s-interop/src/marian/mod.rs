@@ -69,36 +69,6 @@ fn write_json(dir: &Path, name: &str, value: &serde_json::Value) -> Result<()> {
     write(dir, name, text.as_bytes())
 }
 
-/// Runs `fill` on a fresh staging folder beside `out`, then puts it in `out`'s place. `out` must
-/// be absent or empty unless `force`.
-fn staged(out: &Path, force: bool, fill: impl FnOnce(&Path) -> Result<()>) -> Result<()> {
-    if let Ok(mut entries) = std::fs::read_dir(out)
-        && entries.next().is_some()
-        && !force
-    {
-        return Err(unsupported(format!(
-            "{} is not empty; choose another --out, or pass --force to replace it",
-            out.display()
-        )));
-    }
-    let name = out
-        .file_name()
-        .ok_or_else(|| unsupported(format!("--out {} names no folder", out.display())))?;
-    let staging = out.with_file_name(format!(".{}.partial", name.to_string_lossy()));
-    if staging.exists() {
-        std::fs::remove_dir_all(&staging).map_err(|e| InteropError::io(&staging, e))?;
-    }
-    std::fs::create_dir_all(&staging).map_err(|e| InteropError::io(&staging, e))?;
-    if let Err(e) = fill(&staging) {
-        let _ = std::fs::remove_dir_all(&staging);
-        return Err(e);
-    }
-    if out.exists() {
-        std::fs::remove_dir_all(out).map_err(|e| InteropError::io(out, e))?;
-    }
-    std::fs::rename(&staging, out).map_err(|e| InteropError::io(out, e))
-}
-
 /// `vocab.json` as a list of pieces in id order (ids must be `0..n`).
 pub fn read_vocab(path: &Path) -> Result<Vec<String>> {
     let what = path.display().to_string();
@@ -296,7 +266,7 @@ pub fn import(src: &Path, out: &Path, force: bool) -> Result<Imported> {
         run.train.bleu_tokenize = "zh".into();
     }
 
-    staged(out, force, |dir| {
+    model_dir::write_staged(out, force, |dir| -> Result<()> {
         model_dir::write_run_config(dir, &run)?;
         s2s_data::datadir::write_data_toml(dir, &data)?;
         src_tok.save(dir.join(SRC_TOKENIZER))?;
@@ -395,7 +365,7 @@ pub fn export(model_dir: &Path, out: &Path, force: bool) -> Result<Exported> {
         let spm = to_spm(&src_tok, &what)?;
         (spm.clone(), spm)
     };
-    let weights_path = model_dir.join(BEST);
+    let weights_path = model_dir::float_weights(model_dir, "export")?;
     let s2s =
         weights::read_safetensors(&read(&weights_path)?, &weights_path.display().to_string())?;
     let mut hf = weights::to_hf(s2s, cfg, &keep)?;
@@ -457,7 +427,7 @@ pub fn export(model_dir: &Path, out: &Path, force: bool) -> Result<Exported> {
             "the vocabulary has two entries with the same piece; it cannot be written as vocab.json",
         ));
     }
-    staged(out, force, |dir| {
+    model_dir::write_staged(out, force, |dir| -> Result<()> {
         write(dir, WEIGHTS, &bytes)?;
         write_json(dir, CONFIG_JSON, &config)?;
         write_json(dir, GENERATION_CONFIG, &generation)?;

@@ -7,6 +7,7 @@
 use burn::tensor::{Bool, DType, Shape, Tensor};
 use burn_flex::{Flex, FlexTensor, Layout};
 
+use super::int8::Int8Matrix;
 use super::{MASKED, RowMap};
 
 // burn-flex's vectorised `exp` and `tanh` (a patch of the vendored copy) with the fast path;
@@ -70,6 +71,40 @@ fn select_rows_then_cat_flex(past: &FlexTensor, rows: &[usize], new: &FlexTensor
         }
     }
     flex_tensor(out, [rows.len(), heads, len + new_len, d])
+}
+
+/// `x W^T + bias` for an int8 weight `W: [n, k]` ([`Int8Matrix`]) and `x: [.., k]`: the
+/// activations quantised per row and multiplied in int8. `None` off the CPU backend or for
+/// tracked tensors.
+pub fn int8_linear<const D: usize>(
+    x: &Tensor<D>,
+    w: &Int8Matrix,
+    bias: Option<&Tensor<1>>,
+) -> Option<Tensor<D>> {
+    let x = flex_f32(x)?.to_contiguous();
+    let bias = match bias {
+        Some(b) => Some(flex_f32(b)?.to_contiguous()),
+        None => None,
+    };
+    let mut dims: [usize; D] = x.layout().shape().to_vec().try_into().ok()?;
+    let k = dims[D - 1];
+    assert_eq!(
+        k,
+        w.cols(),
+        "int8_linear: input {dims:?} for a [{}, {}] weight",
+        w.rows(),
+        w.cols()
+    );
+    let m = dims[..D - 1].iter().product();
+    let mut out = vec![0.0f32; m * w.rows()];
+    w.matmul(
+        &x.storage::<f32>()[..m * k],
+        m,
+        bias.as_ref().map(|b| &b.storage::<f32>()[..w.rows()]),
+        &mut out,
+    );
+    dims[D - 1] = w.rows();
+    Some(Tensor::from_primitive::<Flex>(flex_tensor(out, dims)))
 }
 
 /// The CPU backend's f32 tensor behind `t`; `None` for other backends, dtypes or tracked tensors.

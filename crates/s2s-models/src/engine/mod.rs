@@ -7,9 +7,10 @@
 //! a call site never chooses. Decoding state records beam reorders as [`RowMap`]s, which the
 //! kernels read through and the default bodies gather; the Transformer's [`PrefixCache`] is built
 //! on them. Around the ops: sentence-parallel [`workers`], the process's [`allocator`] policy and
-//! the [`packed`]-weight scope of a search.
+//! the [`packed`]-weight scope of a search, and the [`int8`] weights and product of int8 inference.
 
 pub mod allocator;
+pub mod int8;
 pub mod kernels;
 mod ops;
 pub mod packed;
@@ -18,8 +19,8 @@ pub mod row_map;
 pub mod workers;
 
 pub use ops::{
-    additive_attention, dot_attention, dot_attention_seq, multi_head_attention, prefix_attention,
-    select_rows_then_cat,
+    additive_attention, dot_attention, dot_attention_seq, int8_embedding, int8_linear,
+    multi_head_attention, prefix_attention, select_rows_then_cat,
 };
 pub use prefix_cache::{KeyValue, PrefixCache};
 pub use row_map::{RowMap, row_ids};

@@ -8,8 +8,9 @@
 use burn::nn::Dropout;
 use burn::tensor::activation::softmax;
 use burn::tensor::module::linear;
-use burn::tensor::{Bool, Tensor};
+use burn::tensor::{Bool, Int, Tensor, TensorData};
 
+use super::int8::Int8Matrix;
 use super::kernels::{self, Segment};
 use super::{KeyValue, MASKED, PrefixCache, RowMap};
 
@@ -250,4 +251,37 @@ fn weigh_values(
     let weights = softmax(energies.mask_fill(pad, MASKED), 1);
     let context = weights.clone().unsqueeze_dim::<3>(1).matmul(values);
     (context.reshape([b, d]), weights)
+}
+
+/// `x W^T + bias` for an int8 weight `W: [n, k]` and `x: [.., k]`: the int8 product on the CPU
+/// backend ([`kernels::int8_linear`]); elsewhere the weight dequantised and multiplied in f32.
+pub fn int8_linear<const D: usize>(
+    x: Tensor<D>,
+    w: &Int8Matrix,
+    bias: Option<&Tensor<1>>,
+) -> Tensor<D> {
+    if let Some(out) = kernels::int8_linear(&x, w, bias) {
+        return out;
+    }
+    let weight = Tensor::<2>::from_data(
+        TensorData::new(w.dequantize(), [w.rows(), w.cols()]),
+        &x.device(),
+    );
+    linear(x, weight.transpose(), bias.cloned())
+}
+
+/// Rows `ids: [batch, len]` of an int8 embedding table, dequantised: `[batch, len, d]`.
+pub fn int8_embedding(table: &Int8Matrix, ids: Tensor<2, Int>) -> Tensor<3> {
+    let [batch, len] = ids.dims();
+    let device = ids.device();
+    let ids = ids
+        .into_data()
+        .convert::<i64>()
+        .try_into_vec::<i64>()
+        .expect("token ids are integers");
+    let mut rows = Vec::with_capacity(ids.len() * table.cols());
+    for id in ids {
+        table.dequantize_row_into(id as usize, &mut rows);
+    }
+    Tensor::from_data(TensorData::new(rows, [batch, len, table.cols()]), &device)
 }

@@ -5,11 +5,12 @@
 //! per-row key padding mask applied to a cache of any length.
 
 use burn::module::Module;
-use burn::nn::{Dropout, DropoutConfig, Linear};
+use burn::nn::{Dropout, DropoutConfig};
 use burn::tensor::{Bool, Device, Tensor};
 
 use crate::engine::{self, RowMap};
 use crate::init::xavier_linear;
+use crate::layers::Linear;
 
 pub use crate::engine::{KeyValue, PrefixCache};
 
@@ -27,10 +28,10 @@ pub struct MultiHeadAttention {
 impl MultiHeadAttention {
     pub fn new(d_model: usize, heads: usize, dropout: f64, device: &Device) -> Self {
         Self {
-            query: xavier_linear(d_model, d_model, true, device),
-            key: xavier_linear(d_model, d_model, true, device),
-            value: xavier_linear(d_model, d_model, true, device),
-            output: xavier_linear(d_model, d_model, true, device),
+            query: xavier_linear(d_model, d_model, true, device).into(),
+            key: xavier_linear(d_model, d_model, true, device).into(),
+            value: xavier_linear(d_model, d_model, true, device).into(),
+            output: xavier_linear(d_model, d_model, true, device).into(),
             dropout: DropoutConfig::new(dropout).init(),
             heads,
         }

@@ -1,12 +1,13 @@
 //! The position-wise feed-forward network `W_2 act(W_1 x + b_1) + b_2` (Vaswani 2017, 3.3).
 
 use burn::module::Module;
-use burn::nn::{Dropout, DropoutConfig, Linear};
+use burn::nn::{Dropout, DropoutConfig};
 use burn::tensor::activation::{gelu, relu, silu};
 use burn::tensor::{Device, Tensor};
 use serde::{Deserialize, Serialize};
 
 use crate::init::xavier_linear;
+use crate::layers::Linear;
 
 /// The nonlinearity between the two projections.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -40,8 +41,8 @@ impl FeedForward {
         device: &Device,
     ) -> Self {
         Self {
-            inner: xavier_linear(d_model, ffn_dim, true, device),
-            outer: xavier_linear(ffn_dim, d_model, true, device),
+            inner: xavier_linear(d_model, ffn_dim, true, device).into(),
+            outer: xavier_linear(ffn_dim, d_model, true, device).into(),
             dropout: DropoutConfig::new(dropout).init(),
             activation,
         }

@@ -15,7 +15,7 @@ pub mod positions;
 pub mod sublayer;
 
 pub use feed_forward::Activation;
-pub use model::{TransformerSeq2Seq, TransformerState};
+pub use model::{Quantizable, TransformerSeq2Seq, TransformerState};
 pub use positions::Positions;
 
 use serde::{Deserialize, Serialize};

@@ -2,7 +2,7 @@
 //! with a parallel teacher-forced pass for training and an incremental, KV-cached step for search.
 
 use burn::module::{Module, Param};
-use burn::nn::{Dropout, DropoutConfig, Embedding, Linear};
+use burn::nn::{Dropout, DropoutConfig};
 use burn::tensor::{Bool, Device, Int, Tensor};
 
 use super::TransformerConfig;
@@ -11,8 +11,9 @@ use super::decoder::TransformerDecoder;
 use super::encoder::TransformerEncoder;
 use super::positions::PositionEncoding;
 use crate::OutputLayer;
-use crate::engine::RowMap;
+use crate::engine::{self, RowMap, int8::Int8Matrix};
 use crate::init::{embedding, xavier_linear};
+use crate::layers::{Embedding, Linear};
 
 /// Everything incremental decoding keeps between steps, for all live rows.
 /// [`TransformerState::select_rows`] follows beam search's survivors.
@@ -53,6 +54,58 @@ impl TransformerState {
     }
 }
 
+fn push_attention<'a>(
+    out: &mut Vec<(String, Quantizable<'a>)>,
+    at: String,
+    a: &'a mut super::attention::MultiHeadAttention,
+) {
+    for (name, l) in [
+        ("query", &mut a.query),
+        ("key", &mut a.key),
+        ("value", &mut a.value),
+        ("output", &mut a.output),
+    ] {
+        out.push((format!("{at}.{name}.weight"), Quantizable::Linear(l)));
+    }
+}
+
+/// A layer whose weight int8 inference quantises ([`TransformerSeq2Seq::quantizable_mut`]).
+pub enum Quantizable<'a> {
+    Linear(&'a mut Linear),
+    Embedding(&'a mut Embedding),
+}
+
+impl Quantizable<'_> {
+    /// The int8 weight, once quantised.
+    pub fn int8(&self) -> Option<&Int8Matrix> {
+        match self {
+            Quantizable::Linear(l) => l.int8.as_deref(),
+            Quantizable::Embedding(e) => e.int8.as_deref(),
+        }
+    }
+
+    /// The int8 weight's shape, `[outputs, inputs]` (a linear layer's weight transposed), read
+    /// without drawing the f32 weight.
+    pub fn int8_shape(&self) -> [usize; 2] {
+        match self {
+            Quantizable::Linear(l) => {
+                let [d_in, d_out] = l.weight.lazy_shape().dims();
+                [d_out, d_in]
+            }
+            Quantizable::Embedding(e) => e.weight.lazy_shape().dims(),
+        }
+    }
+
+    /// Gives the layer its int8 weight (of [`Quantizable::int8_shape`]).
+    pub fn set_int8(&mut self, w: Int8Matrix) {
+        let w = Some(std::sync::Arc::new(w));
+        match self {
+            Quantizable::Linear(l) => l.int8 = w,
+            Quantizable::Embedding(e) => e.int8 = w,
+        }
+    }
+}
+
 #[derive(Module, Debug)]
 pub struct TransformerSeq2Seq {
     /// Source token embeddings; `None` when `share_embeddings` makes the encoder read `tgt_emb`.
@@ -87,13 +140,14 @@ impl TransformerSeq2Seq {
         let std = (d as f64).powf(-0.5);
         let pad = Some(s2s_data::PAD);
         Self {
-            src_emb: (!cfg.share_embeddings).then(|| embedding(src_vocab, d, std, pad, device)),
-            tgt_emb: embedding(tgt_vocab, d, std, pad, device),
+            src_emb: (!cfg.share_embeddings)
+                .then(|| embedding(src_vocab, d, std, pad, device).into()),
+            tgt_emb: embedding(tgt_vocab, d, std, pad, device).into(),
             src_pos: PositionEncoding::new(cfg.positions, d, cfg.max_positions, device),
             tgt_pos: PositionEncoding::new(cfg.positions, d, cfg.max_positions, device),
             encoder: TransformerEncoder::new(cfg, device),
             decoder: TransformerDecoder::new(cfg, device),
-            output: (!cfg.tie_output).then(|| xavier_linear(d, tgt_vocab, false, device)),
+            output: (!cfg.tie_output).then(|| xavier_linear(d, tgt_vocab, false, device).into()),
             logits_bias: cfg
                 .logits_bias
                 .then(|| Param::from_tensor(Tensor::zeros([tgt_vocab], device))),
@@ -217,8 +271,13 @@ impl TransformerSeq2Seq {
     }
 
     /// The vocabulary projection: the output layer, or the transposed target embeddings if tied,
-    /// plus the logits bias if any.
+    /// plus the logits bias if any. Training's view of it (plain tensors); an int8 model has none
+    /// (see [`TransformerSeq2Seq::logits`]).
     pub fn output_layer(&self) -> OutputLayer {
+        assert!(
+            !self.is_int8(),
+            "an int8 model has no f32 output layer: train or fine-tune the fp32 model it was quantised from"
+        );
         let bias = self.logits_bias.as_ref().map(|b| b.val());
         match &self.output {
             Some(out) => OutputLayer {
@@ -232,9 +291,92 @@ impl TransformerSeq2Seq {
         }
     }
 
+    /// The int8 vocabulary projection `[vocab, d]` of an int8 model: the output layer's, or the
+    /// target embeddings' when tied.
+    fn int8_output(&self) -> Option<&Int8Matrix> {
+        match &self.output {
+            Some(out) => out.int8.as_deref(),
+            None => self.tgt_emb.int8.as_deref(),
+        }
+    }
+
+    /// Whether the weights are int8 ([`TransformerSeq2Seq::quantize`]).
+    pub fn is_int8(&self) -> bool {
+        self.int8_output().is_some()
+    }
+
     /// Features `[.., d]` to vocabulary logits.
     pub fn logits<const D: usize>(&self, features: Tensor<D>) -> Tensor<D> {
-        self.output_layer().logits(features)
+        match self.int8_output() {
+            Some(w) => {
+                let bias = self.logits_bias.as_ref().map(|b| b.val());
+                engine::int8_linear(features, w, bias.as_ref())
+            }
+            None => self.output_layer().logits(features),
+        }
+    }
+
+    /// Every layer whose weight int8 inference quantises, by its weight's name in the weights
+    /// file: the token embeddings and every linear projection. Positions, biases, layer norms
+    /// and the logits bias stay f32.
+    pub fn quantizable_mut(&mut self) -> Vec<(String, Quantizable<'_>)> {
+        let mut out = Vec::new();
+        if let Some(e) = self.src_emb.as_mut() {
+            out.push(("src_emb.weight".to_string(), Quantizable::Embedding(e)));
+        }
+        out.push((
+            "tgt_emb.weight".to_string(),
+            Quantizable::Embedding(&mut self.tgt_emb),
+        ));
+        for (i, l) in self.encoder.layers.iter_mut().enumerate() {
+            push_attention(
+                &mut out,
+                format!("encoder.layers.{i}.self_attn"),
+                &mut l.self_attn,
+            );
+            out.push((
+                format!("encoder.layers.{i}.ffn.inner.weight"),
+                Quantizable::Linear(&mut l.ffn.inner),
+            ));
+            out.push((
+                format!("encoder.layers.{i}.ffn.outer.weight"),
+                Quantizable::Linear(&mut l.ffn.outer),
+            ));
+        }
+        for (i, l) in self.decoder.layers.iter_mut().enumerate() {
+            push_attention(
+                &mut out,
+                format!("decoder.layers.{i}.self_attn"),
+                &mut l.self_attn,
+            );
+            push_attention(
+                &mut out,
+                format!("decoder.layers.{i}.cross_attn"),
+                &mut l.cross_attn,
+            );
+            out.push((
+                format!("decoder.layers.{i}.ffn.inner.weight"),
+                Quantizable::Linear(&mut l.ffn.inner),
+            ));
+            out.push((
+                format!("decoder.layers.{i}.ffn.outer.weight"),
+                Quantizable::Linear(&mut l.ffn.outer),
+            ));
+        }
+        if let Some(o) = self.output.as_mut() {
+            out.push(("output.weight".to_string(), Quantizable::Linear(o)));
+        }
+        out
+    }
+
+    /// Quantises every layer of [`TransformerSeq2Seq::quantizable_mut`] to int8.
+    pub fn quantize(&mut self) {
+        for (_, layer) in self.quantizable_mut() {
+            match layer {
+                Quantizable::Linear(l) => l.quantize(),
+                Quantizable::Embedding(e) => e.quantize(),
+            }
+        }
     }
 
     /// Teacher-forced pass over the whole target at once (causal mask): the decoder's features
@@ -261,12 +403,14 @@ impl TransformerSeq2Seq {
         let (features, attn) = self.decode(state, tokens.reshape([rows, 1]));
         let [_, _, d] = features.dims();
         let [_, _, s] = attn.dims();
-        let output = state
-            .output
-            .get_or_insert_with(|| self.output_layer().for_inference());
-        (
-            output.logits(features.reshape([rows, d])),
-            attn.reshape([rows, s]),
-        )
+        let features = features.reshape([rows, d]);
+        let logits = match self.int8_output() {
+            Some(_) => self.logits(features),
+            None => state
+                .output
+                .get_or_insert_with(|| self.output_layer().for_inference())
+                .logits(features),
+        };
+        (logits, attn.reshape([rows, s]))
     }
 }

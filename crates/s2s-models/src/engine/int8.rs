@@ -1,0 +1,492 @@
+//! int8 weights and the int8 matrix product of int8 inference (`s2s quantize`).
+//!
+//! A weight `W: [n, k]` (one row per output) is stored as int8 with one scale per row,
+//! `W[r] ~ scale[r] * q[r]`, `q` in `[-127, 127]`. A product `x W^T` quantises each row of the
+//! activations `x: [m, k]` on the fly the same way (one scale per row, from its largest magnitude),
+//! multiplies in integers with 32-bit accumulation, and scales back to f32: CTranslate2's
+//! `int8_float32` scheme. The integer sums are exact, so every kernel returns the same bits.
+//!
+//! Kernels, picked at run time ([`Kernel::best`]):
+//! - [`Kernel::Vnni`]: AVX-512 VNNI's `vpdpbusd` (4 unsigned x signed byte products added into
+//!   each 32-bit lane). It needs unsigned activations, so they are stored shifted by 128 and
+//!   `128 * sum_j q[r, j]` (kept per row) is subtracted afterwards, as oneDNN does;
+//! - [`Kernel::Avx2`] and [`Kernel::Portable`]: the same loops in plain Rust, compiled for AVX2 or
+//!   for the baseline target, vectorised by the compiler. The fallback wherever VNNI is missing.
+//!
+//! No maintained crate fits: `gemm` and `matrixmultiply` multiply floats only, and candle's
+//! quantised products use its own block formats (32 weights per f16 scale).
+
+use std::sync::OnceLock;
+
+/// Output rows per packed panel (one 512-bit register of 32-bit sums).
+const PANEL: usize = 16;
+/// Inner-dimension values per 32-bit lane (`vpdpbusd` adds 4 byte products).
+const GROUP: usize = 4;
+/// The activations' offset, making them unsigned for `vpdpbusd`.
+const OFFSET: i32 = 128;
+/// Products at least this large (m * n * k) are split over the threads of the current rayon pool.
+const PARALLEL_WORK: usize = 1 << 18;
+
+/// An int8 matrix kernel. All compute the same integers; they differ only in speed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kernel {
+    /// AVX-512 VNNI (`avx512f`, `avx512bw`, `avx512vnni`).
+    Vnni,
+    /// The plain loops compiled for AVX2.
+    Avx2,
+    /// The plain loops compiled for the baseline target: every CPU.
+    Portable,
+}
+
+impl Kernel {
+    /// The kernels this CPU can run, fastest first.
+    pub fn available() -> Vec<Kernel> {
+        [Kernel::Vnni, Kernel::Avx2, Kernel::Portable]
+            .into_iter()
+            .filter(|k| k.is_available())
+            .collect()
+    }
+
+    pub fn is_available(self) -> bool {
+        match self {
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Vnni => {
+                is_x86_feature_detected!("avx512f")
+                    && is_x86_feature_detected!("avx512bw")
+                    && is_x86_feature_detected!("avx512vnni")
+            }
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Avx2 => is_x86_feature_detected!("avx2"),
+            #[cfg(not(target_arch = "x86_64"))]
+            Kernel::Vnni | Kernel::Avx2 => false,
+            Kernel::Portable => true,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Kernel::Vnni => "vnni",
+            Kernel::Avx2 => "avx2",
+            Kernel::Portable => "portable",
+        }
+    }
+
+    /// The fastest kernel this CPU has, checked once per process. `S2S_INT8_KERNEL=vnni|avx2|
+    /// portable` picks another (for benchmarks and checks); one the CPU lacks falls back to the
+    /// fastest, with a warning.
+    pub fn best() -> Kernel {
+        static BEST: OnceLock<Kernel> = OnceLock::new();
+        *BEST.get_or_init(|| {
+            let fastest = Kernel::available()[0];
+            let Ok(wanted) = std::env::var("S2S_INT8_KERNEL") else {
+                return fastest;
+            };
+            match Kernel::available()
+                .into_iter()
+                .find(|k| k.name() == wanted.trim())
+            {
+                Some(k) => k,
+                None => {
+                    eprintln!(
+                        "warning: S2S_INT8_KERNEL={wanted} is not a kernel this CPU has (it has {}); using {}",
+                        Kernel::available()
+                            .iter()
+                            .map(|k| k.name())
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                        fastest.name()
+                    );
+                    fastest
+                }
+            }
+        })
+    }
+}
+
+/// A weight `[rows, cols]` quantised per row, packed for the kernels: panels of 16 rows, and in
+/// each panel, for every 4 columns, the 16 rows' 4 bytes back to back (64 bytes, one register).
+#[derive(Clone, PartialEq)]
+pub struct Int8Matrix {
+    rows: usize,
+    cols: usize,
+    /// Column groups of 4 (`cols` rounded up; the padding is zero).
+    groups: usize,
+    packed: Vec<i8>,
+    scales: Vec<f32>,
+    /// `sum_j q[r, j]`, for the activations' offset.
+    row_sums: Vec<i32>,
+}
+
+impl std::fmt::Debug for Int8Matrix {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Int8Matrix[{}, {}]", self.rows, self.cols)
+    }
+}
+
+/// The scale of a row and the values it quantises to: `max |x| / 127`, rounding to nearest.
+/// An all-zero row has scale 0 and quantises to zeros.
+fn quantize_row(row: &[f32], out: &mut [i8]) -> f32 {
+    let peak = row.iter().fold(0.0f32, |m, &x| m.max(x.abs()));
+    let scale = peak / 127.0;
+    let inv = if peak > 0.0 { 127.0 / peak } else { 0.0 };
+    for (q, &x) in out.iter_mut().zip(row) {
+        *q = (x * inv).round().clamp(-127.0, 127.0) as i8;
+    }
+    scale
+}
+
+impl Int8Matrix {
+    /// Quantises `values: [rows, cols]` (row-major) row by row.
+    pub fn quantize(values: &[f32], rows: usize, cols: usize) -> Self {
+        assert_eq!(values.len(), rows * cols, "Int8Matrix::quantize: shape");
+        let mut q = vec![0i8; rows * cols];
+        let scales = if cols == 0 {
+            vec![0.0; rows]
+        } else {
+            values
+                .chunks(cols)
+                .zip(q.chunks_mut(cols))
+                .map(|(row, out)| quantize_row(row, out))
+                .collect()
+        };
+        Self::from_quantized(&q, scales, rows, cols)
+    }
+
+    /// A matrix from its int8 values `q: [rows, cols]` (row-major) and per-row scales, as
+    /// [`Int8Matrix::values`] and [`Int8Matrix::scales`] return them.
+    pub fn from_quantized(q: &[i8], scales: Vec<f32>, rows: usize, cols: usize) -> Self {
+        assert_eq!(q.len(), rows * cols, "Int8Matrix::from_quantized: values");
+        assert_eq!(scales.len(), rows, "Int8Matrix::from_quantized: scales");
+        let groups = cols.div_ceil(GROUP);
+        let panels = rows.div_ceil(PANEL);
+        let mut packed = vec![0i8; panels * groups * PANEL * GROUP];
+        let mut row_sums = vec![0i32; rows];
+        for (r, row) in q.chunks(cols.max(1)).take(rows).enumerate() {
+            let (p, c) = (r / PANEL, r % PANEL);
+            for (j, &v) in row.iter().enumerate() {
+                packed[((p * groups + j / GROUP) * PANEL + c) * GROUP + j % GROUP] = v;
+            }
+            row_sums[r] = row.iter().map(|&v| v as i32).sum();
+        }
+        Self {
+            rows,
+            cols,
+            groups,
+            packed,
+            scales,
+            row_sums,
+        }
+    }
+
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
+    pub fn cols(&self) -> usize {
+        self.cols
+    }
+
+    pub fn scales(&self) -> &[f32] {
+        &self.scales
+    }
+
+    /// Bytes held (the packed values, scales and row sums).
+    pub fn size_bytes(&self) -> usize {
+        self.packed.len() + 8 * self.rows
+    }
+
+    /// The int8 values of row `r`.
+    pub fn row_values(&self, r: usize) -> impl Iterator<Item = i8> + '_ {
+        assert!(r < self.rows, "Int8Matrix: row {r} of {}", self.rows);
+        let (p, c) = (r / PANEL, r % PANEL);
+        (0..self.cols).map(move |j| {
+            self.packed[((p * self.groups + j / GROUP) * PANEL + c) * GROUP + j % GROUP]
+        })
+    }
+
+    /// All int8 values, `[rows, cols]` row-major.
+    pub fn values(&self) -> Vec<i8> {
+        (0..self.rows).flat_map(|r| self.row_values(r)).collect()
+    }
+
+    /// Row `r` back in f32 (`scale * q`), appended to `out`: an embedding lookup.
+    pub fn dequantize_row_into(&self, r: usize, out: &mut Vec<f32>) {
+        let scale = self.scales[r];
+        out.extend(self.row_values(r).map(|v| v as f32 * scale));
+    }
+
+    /// The whole matrix back in f32, `[rows, cols]` row-major.
+    pub fn dequantize(&self) -> Vec<f32> {
+        let mut out = Vec::with_capacity(self.rows * self.cols);
+        for r in 0..self.rows {
+            self.dequantize_row_into(r, &mut out);
+        }
+        out
+    }
+
+    /// `out = x W^T + bias` for `x: [m, cols]` (row-major), `out: [m, rows]`, with the fastest
+    /// kernel ([`Kernel::best`]).
+    pub fn matmul(&self, x: &[f32], m: usize, bias: Option<&[f32]>, out: &mut [f32]) {
+        self.matmul_with(Kernel::best(), x, m, bias, out)
+    }
+
+    /// [`Int8Matrix::matmul`] with a given kernel, which must be available on this CPU.
+    pub fn matmul_with(
+        &self,
+        kernel: Kernel,
+        x: &[f32],
+        m: usize,
+        bias: Option<&[f32]>,
+        out: &mut [f32],
+    ) {
+        let (n, k) = (self.rows, self.cols);
+        assert_eq!(x.len(), m * k, "Int8Matrix::matmul: x is not [{m}, {k}]");
+        assert_eq!(
+            out.len(),
+            m * n,
+            "Int8Matrix::matmul: out is not [{m}, {n}]"
+        );
+        if let Some(b) = bias {
+            assert_eq!(b.len(), n, "Int8Matrix::matmul: bias is not [{n}]");
+        }
+        assert!(
+            kernel.is_available(),
+            "int8 kernel {kernel:?} needs CPU features this CPU lacks"
+        );
+        let a = QuantizedRows::of(x, m, k, self.groups * GROUP);
+        let panels = n.div_ceil(PANEL);
+        let threads = if m * n * k >= PARALLEL_WORK {
+            rayon::current_num_threads().min(panels)
+        } else {
+            1
+        };
+        let job = Product {
+            w: self,
+            a: &a,
+            bias,
+            out: OutPtr(out.as_mut_ptr()),
+            kernel,
+        };
+        if threads <= 1 {
+            job.panels(0..panels);
+        } else {
+            let per = panels.div_ceil(threads);
+            rayon::scope(|s| {
+                for t in 1..threads {
+                    let job = &job;
+                    s.spawn(move |_| job.panels(t * per..((t + 1) * per).min(panels)));
+                }
+                job.panels(0..per.min(panels));
+            });
+        }
+    }
+}
+
+/// Activations quantised per row, shifted to unsigned, each row padded to whole column groups
+/// (with the offset, i.e. zero).
+struct QuantizedRows {
+    values: Vec<u8>,
+    scales: Vec<f32>,
+    /// Bytes per row: a multiple of [`GROUP`].
+    stride: usize,
+}
+
+impl QuantizedRows {
+    fn of(x: &[f32], m: usize, k: usize, stride: usize) -> Self {
+        let mut values = vec![OFFSET as u8; m * stride];
+        let mut scales = vec![0.0f32; m];
+        let mut q = vec![0i8; k];
+        for r in 0..m {
+            scales[r] = quantize_row(&x[r * k..(r + 1) * k], &mut q);
+            for (v, &q) in values[r * stride..r * stride + k].iter_mut().zip(&q) {
+                *v = (q as i32 + OFFSET) as u8;
+            }
+        }
+        Self {
+            values,
+            scales,
+            stride,
+        }
+    }
+}
+
+/// The output, written by several threads at once, each to its own columns.
+#[derive(Clone, Copy)]
+struct OutPtr(*mut f32);
+// SAFETY: `Product::panels` writes only the columns of its own panels, disjoint between threads.
+unsafe impl Send for OutPtr {}
+unsafe impl Sync for OutPtr {}
+
+struct Product<'a> {
+    w: &'a Int8Matrix,
+    a: &'a QuantizedRows,
+    bias: Option<&'a [f32]>,
+    out: OutPtr,
+    kernel: Kernel,
+}
+
+/// Rows of activations per micro-kernel call.
+const ROWS: usize = 4;
+
+impl Product<'_> {
+    /// Output columns `16 * panels` (clipped to the matrix).
+    fn panels(&self, panels: std::ops::Range<usize>) {
+        let (m, groups) = (self.a.scales.len(), self.w.groups);
+        let mut sums = [[0i32; PANEL]; ROWS];
+        for p in panels {
+            let panel =
+                &self.w.packed[p * groups * PANEL * GROUP..(p + 1) * groups * PANEL * GROUP];
+            for r0 in (0..m).step_by(ROWS) {
+                let rows = ROWS.min(m - r0);
+                let a = &self.a.values[r0 * self.a.stride..(r0 + rows) * self.a.stride];
+                dot_panel(
+                    self.kernel,
+                    a,
+                    self.a.stride,
+                    rows,
+                    panel,
+                    groups,
+                    &mut sums,
+                );
+                self.store(p, r0, rows, &sums);
+            }
+        }
+    }
+
+    /// `out[r, c] = scale_a[r] * scale_w[c] * (sum - 128 * row_sum[c]) + bias[c]`.
+    fn store(&self, p: usize, r0: usize, rows: usize, sums: &[[i32; PANEL]; ROWS]) {
+        let n = self.w.rows;
+        let c0 = p * PANEL;
+        let width = PANEL.min(n - c0);
+        for (i, sums) in sums.iter().enumerate().take(rows) {
+            let sa = self.a.scales[r0 + i];
+            // SAFETY: row `r0 + i` < m and columns `c0..c0 + width` <= n lie inside `out`
+            // (`m * n` values), and no other thread writes these columns.
+            let out =
+                unsafe { std::slice::from_raw_parts_mut(self.out.0.add((r0 + i) * n + c0), width) };
+            for (c, o) in out.iter_mut().enumerate() {
+                let col = c0 + c;
+                let exact = sums[c] - OFFSET * self.w.row_sums[col];
+                *o = exact as f32 * (sa * self.w.scales[col]) + self.bias.map_or(0.0, |b| b[col]);
+            }
+        }
+    }
+}
+
+/// `sums[i][c] = sum_j a[i, j] * panel[c, j]` for `rows` (<= 4) activation rows `a` (unsigned,
+/// `stride` bytes apart) and one 16-row panel of `groups` column groups.
+fn dot_panel(
+    kernel: Kernel,
+    a: &[u8],
+    stride: usize,
+    rows: usize,
+    panel: &[i8],
+    groups: usize,
+    sums: &mut [[i32; PANEL]; ROWS],
+) {
+    match kernel {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: `matmul_with` checked that the CPU has the kernel's features.
+        Kernel::Vnni => unsafe { vnni::dot_panel(a, stride, rows, panel, groups, sums) },
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: as above.
+        Kernel::Avx2 => unsafe { dot_panel_avx2(a, stride, rows, panel, groups, sums) },
+        _ => dot_panel_plain(a, stride, rows, panel, groups, sums),
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn dot_panel_avx2(
+    a: &[u8],
+    stride: usize,
+    rows: usize,
+    panel: &[i8],
+    groups: usize,
+    sums: &mut [[i32; PANEL]; ROWS],
+) {
+    dot_panel_plain(a, stride, rows, panel, groups, sums)
+}
+
+/// The plain loops, which the compiler vectorises for whatever target they are compiled for.
+#[inline(always)]
+fn dot_panel_plain(
+    a: &[u8],
+    stride: usize,
+    rows: usize,
+    panel: &[i8],
+    groups: usize,
+    sums: &mut [[i32; PANEL]; ROWS],
+) {
+    for (i, sums) in sums.iter_mut().enumerate().take(rows) {
+        let a = &a[i * stride..i * stride + groups * GROUP];
+        let mut acc = [0i32; PANEL];
+        for (g, b) in panel.chunks_exact(PANEL * GROUP).enumerate() {
+            let a = &a[g * GROUP..(g + 1) * GROUP];
+            for (c, b) in b.chunks_exact(GROUP).enumerate() {
+                let mut s = 0i32;
+                for j in 0..GROUP {
+                    s += a[j] as i32 * b[j] as i32;
+                }
+                acc[c] += s;
+            }
+        }
+        *sums = acc;
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod vnni {
+    use super::{GROUP, PANEL, ROWS};
+    use std::arch::x86_64::*;
+
+    /// [`super::dot_panel_plain`] with `vpdpbusd`: each step loads the panel's 64 bytes for one
+    /// column group once and multiplies them by every row's 4 bytes, broadcast.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+    pub unsafe fn dot_panel(
+        a: &[u8],
+        stride: usize,
+        rows: usize,
+        panel: &[i8],
+        groups: usize,
+        sums: &mut [[i32; PANEL]; ROWS],
+    ) {
+        debug_assert!(a.len() >= (rows - 1) * stride + groups * GROUP);
+        debug_assert!(panel.len() == groups * PANEL * GROUP);
+        // SAFETY: the caller's CPU has this function's features, which `rows_n` needs too.
+        unsafe {
+            match rows {
+                4 => rows_n::<4>(a, stride, panel, groups, sums),
+                3 => rows_n::<3>(a, stride, panel, groups, sums),
+                2 => rows_n::<2>(a, stride, panel, groups, sums),
+                _ => rows_n::<1>(a, stride, panel, groups, sums),
+            }
+        }
+    }
+
+    #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+    #[inline]
+    unsafe fn rows_n<const R: usize>(
+        a: &[u8],
+        stride: usize,
+        panel: &[i8],
+        groups: usize,
+        sums: &mut [[i32; PANEL]; ROWS],
+    ) {
+        let mut acc = [_mm512_setzero_si512(); R];
+        let (a, b) = (a.as_ptr(), panel.as_ptr());
+        for g in 0..groups {
+            // SAFETY (all pointer reads): group `g < groups` of the panel is 64 bytes inside
+            // `panel`, and each row's 4 bytes at `g * 4` lie inside `a` (checked above).
+            let w = unsafe { _mm512_loadu_si512(b.add(g * PANEL * GROUP) as *const _) };
+            for (i, acc) in acc.iter_mut().enumerate() {
+                let x = unsafe { (a.add(i * stride + g * GROUP) as *const i32).read_unaligned() };
+                *acc = _mm512_dpbusd_epi32(*acc, _mm512_set1_epi32(x), w);
+            }
+        }
+        for (i, acc) in acc.iter().enumerate() {
+            // SAFETY: `sums[i]` is 16 i32s, one 512-bit store.
+            unsafe { _mm512_storeu_si512(sums[i].as_mut_ptr() as *mut _, *acc) };
+        }
+    }
+}

@@ -1,0 +1,283 @@
+//! int8 inference: every int8 kernel (VNNI, AVX2 and the portable fallback, those this CPU has)
+//! against a plain reference on odd shapes, and a quantised Transformer against its f32 original:
+//! close log-probs, cached decoding, padding invariance, and the int8 weights file.
+
+mod common;
+
+use common::*;
+use s2s_models::engine::int8::{Int8Matrix, Kernel};
+use s2s_models::layers::Linear;
+use s2s_models::transformer::{Activation, Positions, TransformerConfig};
+use s2s_models::{ModelConfig, Seq2SeqModel};
+
+/// The definition, written independently of the kernels: each row of `x` and of `w` quantised
+/// to `round(v * 127 / max|row|)`, integer dot products, scaled back.
+fn reference(x: &[f32], m: usize, w: &[f32], n: usize, k: usize, bias: &[f32]) -> Vec<f32> {
+    let quantize = |row: &[f32]| -> (Vec<i64>, f32) {
+        let peak = row.iter().fold(0.0f32, |a, v| a.max(v.abs()));
+        if peak == 0.0 {
+            return (vec![0; row.len()], 0.0);
+        }
+        let q = row
+            .iter()
+            .map(|v| (v * (127.0 / peak)).round() as i64)
+            .collect();
+        (q, peak / 127.0)
+    };
+    let xs: Vec<_> = (0..m).map(|r| quantize(&x[r * k..(r + 1) * k])).collect();
+    let ws: Vec<_> = (0..n).map(|r| quantize(&w[r * k..(r + 1) * k])).collect();
+    let mut out = vec![0.0; m * n];
+    for (i, (xq, xs)) in xs.iter().enumerate() {
+        for (j, (wq, ws)) in ws.iter().enumerate() {
+            let dot: i64 = xq.iter().zip(wq).map(|(a, b)| a * b).sum();
+            out[i * n + j] = dot as f32 * (xs * ws) + bias[j];
+        }
+    }
+    out
+}
+
+/// Shapes around the kernels' block sizes (16 outputs per panel, 4 inputs per group, 4 rows per
+/// call), including 1s and sizes one off.
+const SHAPES: [(usize, usize, usize); 12] = [
+    (1, 1, 1),
+    (1, 16, 4),
+    (1, 17, 5),
+    (2, 15, 3),
+    (3, 33, 7),
+    (4, 16, 64),
+    (5, 31, 63),
+    (7, 48, 129),
+    (9, 1, 256),
+    (13, 100, 37),
+    (64, 70, 255),
+    (33, 257, 130),
+];
+
+#[test]
+fn every_kernel_matches_the_plain_reference_on_odd_shapes() {
+    let kernels = Kernel::available();
+    assert!(
+        kernels.contains(&Kernel::Portable),
+        "the fallback always runs"
+    );
+    for (s, &(m, n, k)) in SHAPES.iter().enumerate() {
+        let x: Vec<f32> = hashed_values(m * k, s as u64)
+            .iter()
+            .map(|v| v * 3.0)
+            .collect();
+        let w = hashed_values(n * k, 100 + s as u64);
+        let bias = hashed_values(n, 200 + s as u64);
+        let expected = reference(&x, m, &w, n, k, &bias);
+        let q = Int8Matrix::quantize(&w, n, k);
+        let mut first: Option<Vec<f32>> = None;
+        for &kernel in &kernels {
+            let mut out = vec![f32::NAN; m * n];
+            q.matmul_with(kernel, &x, m, Some(&bias), &mut out);
+            assert_close(
+                &out,
+                &expected,
+                &format!("{kernel:?} [{m}x{k}] x [{n}x{k}]^T"),
+            );
+            // Integer sums are exact: the kernels agree to the bit.
+            match &first {
+                None => first = Some(out),
+                Some(f) => assert_eq!(f, &out, "{kernel:?} differs from {:?}", kernels[0]),
+            }
+        }
+    }
+}
+
+#[test]
+fn the_int8_product_approximates_the_f32_product() {
+    let (m, n, k) = (6, 40, 200);
+    let x = hashed_values(m * k, 1);
+    let w = hashed_values(n * k, 2);
+    let q = Int8Matrix::quantize(&w, n, k);
+    let mut out = vec![0.0; m * n];
+    q.matmul(&x, m, None, &mut out);
+    for i in 0..m {
+        for j in 0..n {
+            let exact: f32 = (0..k).map(|t| x[i * k + t] * w[j * k + t]).sum();
+            // Each operand is off by at most half a step (max/254) per element.
+            let bound: f32 = (0..k)
+                .map(|t| x[i * k + t].abs() / 254.0 + w[j * k + t].abs() / 254.0)
+                .sum::<f32>()
+                + 1e-4;
+            let got = out[i * n + j];
+            assert!(
+                (got - exact).abs() <= bound,
+                "[{i},{j}]: {got} vs {exact} (bound {bound})"
+            );
+        }
+    }
+}
+
+#[test]
+fn zero_rows_and_empty_products() {
+    let w = vec![0.0f32; 3 * 5];
+    let q = Int8Matrix::quantize(&w, 3, 5);
+    assert_eq!(q.scales(), &[0.0; 3]);
+    let x = hashed_values(2 * 5, 3);
+    let mut out = vec![f32::NAN; 6];
+    q.matmul(&x, 2, Some(&[1.0, 2.0, 3.0]), &mut out);
+    assert_eq!(out, [1.0, 2.0, 3.0, 1.0, 2.0, 3.0]);
+    let mut out = vec![f32::NAN; 6];
+    q.matmul(&[0.0; 10], 2, None, &mut out);
+    assert_eq!(out, [0.0; 6]);
+    let mut none: Vec<f32> = Vec::new();
+    q.matmul(&[], 0, None, &mut none);
+}
+
+#[test]
+fn a_product_split_over_threads_equals_one_thread() {
+    // Large enough to be split over a pool's threads.
+    let (m, n, k) = (40, 300, 256);
+    let x = hashed_values(m * k, 4);
+    let q = Int8Matrix::quantize(&hashed_values(n * k, 5), n, k);
+    let run = |threads: usize| {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        let mut out = vec![0.0; m * n];
+        pool.install(|| q.matmul(&x, m, None, &mut out));
+        out
+    };
+    assert_eq!(run(1), run(3));
+}
+
+#[test]
+fn int8_values_round_trip() {
+    let (n, k) = (19, 23);
+    let w = hashed_values(n * k, 6);
+    let q = Int8Matrix::quantize(&w, n, k);
+    let again = Int8Matrix::from_quantized(&q.values(), q.scales().to_vec(), n, k);
+    assert!(
+        again == q,
+        "values and scales rebuild the same packed matrix"
+    );
+    for (r, (a, b)) in q.dequantize().chunks(k).zip(w.chunks(k)).enumerate() {
+        let half_step = q.scales()[r] / 2.0 + 1e-7;
+        assert!(max_diff(a, b) <= half_step, "row {r}");
+    }
+}
+
+fn tiny() -> TransformerConfig {
+    match s2s_models::preset("transformer-tiny").unwrap() {
+        ModelConfig::Transformer(c) => c,
+        _ => unreachable!(),
+    }
+}
+
+/// The preset (tied output), an untied output layer with separate embeddings, and Marian's
+/// options (shared embeddings, logits bias, zero start).
+fn variants() -> Vec<ModelConfig> {
+    let t = tiny();
+    vec![
+        ModelConfig::Transformer(t.clone()),
+        ModelConfig::Transformer(TransformerConfig {
+            tie_output: false,
+            share_embeddings: false,
+            ..t.clone()
+        }),
+        ModelConfig::Transformer(TransformerConfig {
+            positions: Positions::SinusoidalConcat,
+            activation: Activation::Swish,
+            logits_bias: true,
+            zero_start: true,
+            share_embeddings: true,
+            ..t
+        }),
+    ]
+}
+
+fn quantized(model: &Seq2SeqModel) -> Seq2SeqModel {
+    let mut q = model.clone();
+    let Seq2SeqModel::Transformer(m) = &mut q else {
+        unreachable!()
+    };
+    m.quantize();
+    assert!(q.is_int8());
+    q
+}
+
+/// Stated tolerance: a quantised model's log-probs stay within 0.1 of its f32 model's.
+const LOG_PROB_TOLERANCE: f32 = 0.1;
+
+#[test]
+fn a_quantised_transformer_stays_close_to_its_f32_model() {
+    let (srcs, tgts) = sample_batch();
+    for cfg in variants() {
+        let model = build(&cfg);
+        let q = quantized(&model);
+        let (a, b) = (
+            teacher_log_probs(&model, &srcs, &tgts),
+            teacher_log_probs(&q, &srcs, &tgts),
+        );
+        let mut worst = 0.0f32;
+        let mut changed = false;
+        for (ra, rb) in a.iter().zip(&b) {
+            for (pa, pb) in ra.iter().zip(rb) {
+                let d = max_diff(pa, pb);
+                worst = worst.max(d);
+                changed |= d > 0.0;
+            }
+        }
+        eprintln!("int8 vs f32 log-probs: max diff {worst}");
+        assert!(
+            worst <= LOG_PROB_TOLERANCE,
+            "{cfg:?}: int8 differs by {worst}"
+        );
+        assert!(changed, "the int8 model computed nothing in int8");
+    }
+}
+
+#[test]
+fn a_quantised_transformer_decodes_incrementally_and_ignores_padding() {
+    for cfg in variants() {
+        let q = quantized(&build(&cfg));
+        check_cached_matches_uncached(&q);
+        check_padding_invariance_of_log_probs(&q);
+    }
+}
+
+#[test]
+fn int8_weights_round_trip_without_drawing_the_f32_weights() {
+    let dir = tempfile::tempdir().unwrap();
+    let (srcs, tgts) = sample_batch();
+    for (i, cfg) in variants().into_iter().enumerate() {
+        let mut q = quantized(&build(&cfg));
+        let path = dir.path().join(format!("{i}.int8.safetensors"));
+        s2s_models::io::save_int8_weights(&mut q, &path).unwrap();
+        let fresh = Seq2SeqModel::for_loading(&cfg, VOCAB, VOCAB, &device()).unwrap();
+        let mut loaded = s2s_models::io::load_int8_weights(fresh, &path).unwrap();
+        assert_eq!(
+            teacher_log_probs(&loaded, &srcs, &tgts),
+            teacher_log_probs(&q, &srcs, &tgts),
+            "{cfg:?}"
+        );
+        let Seq2SeqModel::Transformer(m) = &mut loaded else {
+            unreachable!()
+        };
+        let layers = m.quantizable_mut();
+        assert!(layers.len() > 10);
+        for (name, layer) in layers {
+            let drawn = match layer {
+                s2s_models::transformer::Quantizable::Linear(Linear { weight, .. }) => {
+                    weight.is_initialized()
+                }
+                s2s_models::transformer::Quantizable::Embedding(e) => e.weight.is_initialized(),
+            };
+            assert!(!drawn, "{name}: the f32 weight of an int8 layer was drawn");
+        }
+    }
+    // An f32 weights file is not an int8 one, and says so.
+    let cfg = &variants()[0];
+    let f32_path = dir.path().join("f32.safetensors");
+    s2s_models::io::save_weights(&build(cfg), &f32_path).unwrap();
+    let fresh = Seq2SeqModel::for_loading(cfg, VOCAB, VOCAB, &device()).unwrap();
+    let err = s2s_models::io::load_int8_weights(fresh, &f32_path)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("s2s quantize"), "{err}");
+}
