@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Speed of s2s against CTranslate2 (fp32 and int8) on one model and one test set: the same
-# model (exported by s2s, converted by ct2-transformers-converter), the same machine, threads,
+# model (exported by s2s, converted by ct2-transformers-converter; quantised by `s2s quantize`
+# for s2s's int8 runs), the same machine, threads,
 # beams, max length, length penalty and batch sizes. Prints and writes OUT/summary.md, and
 # (unless --no-doc) the section "## s2s against CTranslate2" of docs/performance.md. A
 # benchmark, not part of CI.
@@ -8,10 +9,11 @@
 #   bench/ct2.sh --s2s BIN --model MODEL_DIR --src FILE --ref FILE [--out DIR] [--rounds 3]
 #       [--threads 2] [--max-len 100] [--alpha 0.75] [--beam 5] [--batches 1,16,64]
 #       [--tokens 1024] [--exact] [--lines N] [--cpus LIST] [--bleu-tokenize 13a]
-#       [--ct2-padstart auto|yes|no] [--no-doc]
+#       [--ct2-padstart auto|yes|no] [--no-int8] [--no-doc]
 #
 # Steps:
-#   1. BIN export hf-marian MODEL_DIR --out OUT/hf --force; ct2-transformers-converter into
+#   1. BIN quantize MODEL_DIR --out OUT/s2s-int8 --force (s2s's int8 model, unless --no-int8);
+#      BIN export hf-marian MODEL_DIR --out OUT/hf --force; ct2-transformers-converter into
 #      OUT/ct2 (fp32) and OUT/ct2-int8 (--quantization int8). When the decoder-start (<pad>) row
 #      of the export is not zero, the stock conversion (which starts from a zero vector) is a
 #      different model: then (--ct2-padstart auto) bench/marian_live.py's convert_padstart is
@@ -27,7 +29,7 @@
 #      batch 16 (or the largest); and a "load" row: one sentence, beam K, batch 1, i.e. the
 #      cost of starting the process and loading the model.
 #   4. --rounds rounds; in each, every setting is run by every system back to back, in an
-#      order that alternates between rounds (s2s, ct2, ct2-int8, then reversed), as
+#      order that alternates between rounds (s2s, s2s-int8, ct2, ct2-int8, then reversed), as
 #      bench/compare.sh does. Every run is a whole process timed from outside: wall time
 #      INCLUDES starting the process and loading the model, for both sides (the load row says
 #      how much that is); peak RSS is GNU time's maximum resident set size of that process.
@@ -63,7 +65,7 @@ usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; }
 
 s2s="" model="" src="" ref="" out=""
 rounds=3 threads=2 max_len=100 alpha=0.75 beam=5 batches="1,16,64" tokens=1024 exact=0
-lines=0 cpus="" bleu_tok=13a padstart=auto doc=1
+lines=0 cpus="" bleu_tok=13a padstart=auto doc=1 int8=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --s2s) s2s="$2"; shift ;;
@@ -84,6 +86,7 @@ while [ $# -gt 0 ]; do
     --bleu-tokenize) bleu_tok="$2"; shift ;;
     --ct2-padstart) padstart="$2"; shift ;;
     --no-doc) doc=0 ;;
+    --no-int8) int8=0 ;;
     -h|--help) usage; exit 0 ;;
     *) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
@@ -128,10 +131,17 @@ fi
 out="${out:-$root/bench/results/ct2/$(basename "$(cd "$model" && pwd)")}"
 mkdir -p "$out"
 out="$(cd "$out" && pwd)"
-rm -rf "$out/runs" "$out/ct2" "$out/ct2-int8"
+rm -rf "$out/runs" "$out/ct2" "$out/ct2-int8" "$out/s2s-int8"
 mkdir -p "$out/runs"
 rm -f "$out"/runs.tsv "$out"/settings.tsv "$out"/summary.md "$out"/prep.json "$out"/ct2-info.log
 start=$EPOCHREALTIME
+
+s2s_systems=s2s
+if [ "$int8" = 1 ]; then
+  echo "== quantize $model -> $out/s2s-int8" >&2
+  "$s2s" quantize "$model" --out "$out/s2s-int8" --force | tee "$out/quantize.log" >&2
+  s2s_systems=s2s,s2s-int8
+fi
 
 echo "== export $model -> $out/hf" >&2
 "$s2s" export hf-marian "$model" --out "$out/hf" --force >&2
@@ -203,11 +213,11 @@ done
 
 # The settings: name, system list, beam, batch, batch type, patience, input, s2s row to compare.
 settings=() # "name beam batch type patience input ref systems"
-settings+=("load $beam 1 examples 1 src1 load s2s,ct2,ct2-int8")
+settings+=("load $beam 1 examples 1 src1 load $s2s_systems,ct2,ct2-int8")
 for k in 1 "$beam"; do
   if [ "$k" = 1 ]; then name=greedy; else name="beam$k"; fi
   for b in "${batch_list[@]}"; do
-    settings+=("$name-b$b $k $b examples 1 src $name-b$b s2s,ct2,ct2-int8")
+    settings+=("$name-b$b $k $b examples 1 src $name-b$b $s2s_systems,ct2,ct2-int8")
   done
   if [ "$tokens" -gt 0 ]; then
     settings+=("$name-t$tokens $k $tokens tokens 1 src $name-b$largest ct2,ct2-int8")
@@ -220,11 +230,12 @@ printf '%s\n' "${settings[@]}" | tr ' ' '\t' >"$out/settings.tsv"
 
 run() { # round setting system beam batch type patience input
   local r=$1 name=$2 system=$3 k=$4 b=$5 type=$6 patience=$7 input=$8 dest cmd
-  if [ "$system" = s2s ]; then
-    dest="$out/runs/$name.s2s.jsonl"
-    local search=(--search greedy --length-penalty none)
+  if [ "$system" = s2s ] || [ "$system" = s2s-int8 ]; then
+    dest="$out/runs/$name.$system.jsonl"
+    local search=(--search greedy --length-penalty none) dir="$model"
+    [ "$system" = s2s-int8 ] && dir="$out/s2s-int8"
     [ "$k" -gt 1 ] && search=(--search beam --beam "$k" --alpha "$alpha" --length-penalty alpha)
-    cmd=(env RAYON_NUM_THREADS="$threads" ${pin[@]+"${pin[@]}"} "$s2s" translate --model "$model"
+    cmd=(env RAYON_NUM_THREADS="$threads" ${pin[@]+"${pin[@]}"} "$s2s" translate --model "$dir"
       "${search[@]}" --max-len "$max_len" --max-len-ratio "$max_len" --batch-size "$b" --json
       --input "$out/$input.txt" --output "$dest")
   else
@@ -272,6 +283,7 @@ echo "== report" >&2
 OUT="$out" MODEL="$model" S2S="$s2s" SRC="$src" REF="$ref" ROUNDS="$rounds" THREADS="$threads" \
   MAX_LEN="$max_len" ALPHA="$alpha" BEAM="$beam" TOKENS="$tokens" BLEU_TOK="$bleu_tok" \
   CPUS="$cpus" LOAD="$load" LOAD_END="$load_end" CMDLINE="$cmdline" DOC="$doc" ROOT="$root" \
+  INT8_KERNEL="$(grep -o 'int8 kernel: [a-z0-9]*' "$out/quantize.log" 2>/dev/null | cut -d' ' -f3)" \
   "$python" - <<'PY'
 import datetime, json, os, platform, subprocess, sys, warnings
 warnings.filterwarnings("ignore")
@@ -287,7 +299,7 @@ prep = json.load(open(os.path.join(out, "prep.json")))
 ref = read(os.path.join(out, "ref.txt"))
 n = len(ref)
 tok = MarianTokenizer.from_pretrained(os.path.join(out, "hf"))
-SYSTEMS = ["s2s", "ct2", "ct2-int8"]
+SYSTEMS = ["s2s", "s2s-int8", "ct2", "ct2-int8"]
 
 settings = []  # (name, beam, batch, type, patience, input, ref, systems)
 for line in read(os.path.join(out, "settings.tsv")):
@@ -314,8 +326,8 @@ def shown(pieces):
 
 outputs = {}  # (name, system) -> dict(text, tokens)
 for (name, system) in meas:
-    if system == "s2s":
-        rows = [json.loads(l) for l in read(os.path.join(runs_dir, f"{name}.s2s.jsonl"))]
+    if system.startswith("s2s"):
+        rows = [json.loads(l) for l in read(os.path.join(runs_dir, f"{name}.{system}.jsonl"))]
         text = [r["hyps"][0]["text"] if r["hyps"] else "" for r in rows]
         toks = [r["hyps"][0]["tokens"] if r["hyps"] else [] for r in rows]
     else:
@@ -345,10 +357,11 @@ def ratio(a, b):
     return f"{median(rs):.2f}x ({min(rs):.2f}-{max(rs):.2f})"
 
 
-head = ("| setting | s2s s | ct2 s | ct2-int8 s | s2s/ct2 | s2s/ct2-int8 | s2s tok/s | ct2 tok/s "
-        "| ct2-int8 tok/s | s2s MiB | ct2 MiB | ct2-int8 MiB | s2s BLEU | ct2 BLEU "
-        "| ct2-int8 BLEU | ct2 ≠ s2s | ct2-int8 ≠ s2s |")
-table = [head, "|" + "---|" + "---:|" * 16]
+head = ("| setting | s2s s | s2s-int8 s | ct2 s | ct2-int8 s | s2s/ct2 | s2s-int8/ct2-int8 "
+        "| s2s/ct2-int8 | s2s tok/s | s2s-int8 tok/s | ct2 tok/s | ct2-int8 tok/s | s2s MiB "
+        "| s2s-int8 MiB | ct2 MiB | ct2-int8 MiB | s2s-int8/s2s MiB | s2s BLEU | s2s-int8 BLEU "
+        "| ct2 BLEU | ct2-int8 BLEU | s2s-int8 ≠ s2s | ct2 ≠ s2s | ct2-int8 ≠ s2s |")
+table = [head, "|" + "---|" + "---:|" * 24]
 labels = {}
 for st in settings:
     name = st["name"]
@@ -368,7 +381,7 @@ for st in settings:
     s2s_m = meas.get((ref_key, "s2s"), [])
     s2s_out = outputs.get((ref_key, "s2s"))
     for system in SYSTEMS:
-        key = ref_key if system == "s2s" else name
+        key = ref_key if system.startswith("s2s") else name
         ms = meas.get((key, system))
         if not ms:
             cells[system] = None
@@ -380,7 +393,7 @@ for st in settings:
                  tps="-" if name == "load" else f"{ntok / wall:.0f}",
                  bleu="-" if name == "load" else
                  f"{sacrebleu.corpus_bleu(o['text'], [ref], tokenize=E['BLEU_TOK']).score:.2f}",
-                 ratio=ratio(s2s_m, ms) if system != "s2s" else "",
+                 ratio=ratio(s2s_m, ms) if not system.startswith("s2s") else "",
                  diff="")
         if system != "s2s" and s2s_out is not None:
             d = sum(1 for i in range(len(o["text"]))
@@ -388,12 +401,19 @@ for st in settings:
             c["diff"] = str(d)
         cells[system] = c
     g = lambda s, f: cells[s][f] if cells.get(s) else "-"
-    table.append(f"| {label} | {g('s2s', 'time')} | {g('ct2', 'time')} | {g('ct2-int8', 'time')} "
-                 f"| {g('ct2', 'ratio')} | {g('ct2-int8', 'ratio')} | {g('s2s', 'tps')} "
+    q_m, q8_m = meas.get((ref_key, "s2s-int8"), []), meas.get((name, "ct2-int8"), [])
+    int8_ratio = ratio(q_m, q8_m) if q_m and q8_m else "-"
+    rss_ratio = "-"
+    if q_m and s2s_m:
+        rss_ratio = (f"{median([m['rss'] for m in q_m]) / median([m['rss'] for m in s2s_m]):.2f}x")
+    table.append(f"| {label} | {g('s2s', 'time')} | {g('s2s-int8', 'time')} | {g('ct2', 'time')} "
+                 f"| {g('ct2-int8', 'time')} | {g('ct2', 'ratio')} | {int8_ratio} "
+                 f"| {g('ct2-int8', 'ratio')} | {g('s2s', 'tps')} | {g('s2s-int8', 'tps')} "
                  f"| {g('ct2', 'tps')} | {g('ct2-int8', 'tps')} | {g('s2s', 'rss')} "
-                 f"| {g('ct2', 'rss')} | {g('ct2-int8', 'rss')} | {g('s2s', 'bleu')} "
-                 f"| {g('ct2', 'bleu')} | {g('ct2-int8', 'bleu')} | {g('ct2', 'diff')} "
-                 f"| {g('ct2-int8', 'diff')} |")
+                 f"| {g('s2s-int8', 'rss')} | {g('ct2', 'rss')} | {g('ct2-int8', 'rss')} "
+                 f"| {rss_ratio} | {g('s2s', 'bleu')} | {g('s2s-int8', 'bleu')} "
+                 f"| {g('ct2', 'bleu')} | {g('ct2-int8', 'bleu')} | {g('s2s-int8', 'diff')} "
+                 f"| {g('ct2', 'diff')} | {g('ct2-int8', 'diff')} |")
 
 # Inside the CT2 process: import + model load, and translate_batch alone (medians).
 inner = ["| setting | ct2 import+load s | ct2 translate s | ct2-int8 import+load s "
@@ -495,6 +515,10 @@ block = [
     "- ≠ s2s: outputs (text or pieces) that differ from s2s's in the same setting. Greedy fp32 "
     "should differ only by float rounding; beam by CT2's earlier stopping (patience 1); int8 "
     "by quantisation.",
+    "- s2s-int8: `s2s quantize` of the same model (linear layers and embeddings int8 with one "
+    "scale per output row, activations quantised per row on the fly: CT2's int8_float32 "
+    f"scheme), int8 kernel `{E.get('INT8_KERNEL', '?')}`; s2s-int8/ct2-int8 compares the two "
+    "int8 runs, s2s-int8/s2s MiB the peak RSS of s2s's int8 and f32 runs.",
     f"- threads: s2s `RAYON_NUM_THREADS={T}`, its one thread pool (a batch is split over up "
     f"to {T} single-threaded workers with at least 8 sentences each; a smaller batch, e.g. one "
     f"sentence, runs op by op on {T} threads); CT2 "

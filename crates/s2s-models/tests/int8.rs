@@ -11,7 +11,7 @@ use s2s_models::transformer::{Activation, Positions, TransformerConfig};
 use s2s_models::{ModelConfig, Seq2SeqModel};
 
 /// The definition, written independently of the kernels: each row of `x` and of `w` quantised
-/// to `round(v * 127 / max|row|)`, integer dot products, scaled back.
+/// to `v * 127 / max|row|` rounded half to even, integer dot products, scaled back.
 fn reference(x: &[f32], m: usize, w: &[f32], n: usize, k: usize, bias: &[f32]) -> Vec<f32> {
     let quantize = |row: &[f32]| -> (Vec<i64>, f32) {
         let peak = row.iter().fold(0.0f32, |a, v| a.max(v.abs()));
@@ -20,7 +20,7 @@ fn reference(x: &[f32], m: usize, w: &[f32], n: usize, k: usize, bias: &[f32]) -
         }
         let q = row
             .iter()
-            .map(|v| (v * (127.0 / peak)).round() as i64)
+            .map(|v| (v * (127.0 / peak)).round_ties_even() as i64)
             .collect();
         (q, peak / 127.0)
     };

@@ -24,8 +24,9 @@ const PANEL: usize = 16;
 const GROUP: usize = 4;
 /// The activations' offset, making them unsigned for `vpdpbusd`.
 const OFFSET: i32 = 128;
-/// Products at least this large (m * n * k) are split over the threads of the current rayon pool.
-const PARALLEL_WORK: usize = 1 << 18;
+/// Products at least this large (m * n * k) are split over the threads of the current rayon pool;
+/// below it, waking a thread costs more than it saves.
+const PARALLEL_WORK: usize = 1 << 22;
 
 /// An int8 matrix kernel. All compute the same integers; they differ only in speed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -123,14 +124,28 @@ impl std::fmt::Debug for Int8Matrix {
     }
 }
 
-/// The scale of a row and the values it quantises to: `max |x| / 127`, rounding to nearest.
+/// The scale of a row and the values it quantises to: `max |x| / 127`, rounding half to even.
 /// An all-zero row has scale 0 and quantises to zeros.
+#[inline(always)]
 fn quantize_row(row: &[f32], out: &mut [i8]) -> f32 {
-    let peak = row.iter().fold(0.0f32, |m, &x| m.max(x.abs()));
+    // Lane-wise maxima first, so that the compiler vectorises the scan.
+    let mut lanes = [0.0f32; 16];
+    let chunks = row.chunks_exact(16);
+    let rest = chunks.remainder();
+    for chunk in chunks {
+        for (m, x) in lanes.iter_mut().zip(chunk) {
+            *m = m.max(x.abs());
+        }
+    }
+    let peak = rest
+        .iter()
+        .fold(lanes.iter().fold(0.0f32, |a, &b| a.max(b)), |a, x| {
+            a.max(x.abs())
+        });
     let scale = peak / 127.0;
     let inv = if peak > 0.0 { 127.0 / peak } else { 0.0 };
     for (q, &x) in out.iter_mut().zip(row) {
-        *q = (x * inv).round().clamp(-127.0, 127.0) as i8;
+        *q = (x * inv).round_ties_even().clamp(-127.0, 127.0) as i32 as i8;
     }
     scale
 }
@@ -253,7 +268,7 @@ impl Int8Matrix {
             kernel.is_available(),
             "int8 kernel {kernel:?} needs CPU features this CPU lacks"
         );
-        let a = QuantizedRows::of(x, m, k, self.groups * GROUP);
+        let a = QuantizedRows::of(kernel, x, m, k, self.groups * GROUP);
         let panels = n.div_ceil(PANEL);
         let threads = if m * n * k >= PARALLEL_WORK {
             rayon::current_num_threads().min(panels)
@@ -268,16 +283,13 @@ impl Int8Matrix {
             kernel,
         };
         if threads <= 1 {
-            job.panels(0..panels);
+            job.run(0..panels);
         } else {
+            use rayon::prelude::*;
             let per = panels.div_ceil(threads);
-            rayon::scope(|s| {
-                for t in 1..threads {
-                    let job = &job;
-                    s.spawn(move |_| job.panels(t * per..((t + 1) * per).min(panels)));
-                }
-                job.panels(0..per.min(panels));
-            });
+            (0..threads)
+                .into_par_iter()
+                .for_each(|t| job.run(t * per..((t + 1) * per).min(panels)));
         }
     }
 }
@@ -292,20 +304,37 @@ struct QuantizedRows {
 }
 
 impl QuantizedRows {
-    fn of(x: &[f32], m: usize, k: usize, stride: usize) -> Self {
-        let mut values = vec![OFFSET as u8; m * stride];
-        let mut scales = vec![0.0f32; m];
+    fn of(kernel: Kernel, x: &[f32], m: usize, k: usize, stride: usize) -> Self {
+        let mut rows = Self {
+            values: vec![OFFSET as u8; m * stride],
+            scales: vec![0.0f32; m],
+            stride,
+        };
+        match kernel {
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: `matmul_with` checked that the CPU has the kernel's features (VNNI's
+            // include AVX2).
+            Kernel::Vnni | Kernel::Avx2 => unsafe { rows.fill_avx2(x, k) },
+            _ => rows.fill(x, k),
+        }
+        rows
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn fill_avx2(&mut self, x: &[f32], k: usize) {
+        self.fill(x, k)
+    }
+
+    #[inline(always)]
+    fn fill(&mut self, x: &[f32], k: usize) {
         let mut q = vec![0i8; k];
-        for r in 0..m {
-            scales[r] = quantize_row(&x[r * k..(r + 1) * k], &mut q);
-            for (v, &q) in values[r * stride..r * stride + k].iter_mut().zip(&q) {
+        for (r, scale) in self.scales.iter_mut().enumerate() {
+            *scale = quantize_row(&x[r * k..(r + 1) * k], &mut q);
+            let row = &mut self.values[r * self.stride..r * self.stride + k];
+            for (v, &q) in row.iter_mut().zip(&q) {
                 *v = (q as i32 + OFFSET) as u8;
             }
-        }
-        Self {
-            values,
-            scales,
-            stride,
         }
     }
 }
@@ -329,13 +358,39 @@ struct Product<'a> {
 const ROWS: usize = 4;
 
 impl Product<'_> {
+    /// Output columns of `panels`, compiled for the kernel's features (the epilogue included).
+    fn run(&self, panels: std::ops::Range<usize>) {
+        match self.kernel {
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: `matmul_with` checked that the CPU has the kernel's features.
+            Kernel::Vnni => unsafe { self.panels_avx512(panels) },
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: as above.
+            Kernel::Avx2 => unsafe { self.panels_avx2(panels) },
+            _ => self.panels(panels),
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+    unsafe fn panels_avx512(&self, panels: std::ops::Range<usize>) {
+        self.panels(panels)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn panels_avx2(&self, panels: std::ops::Range<usize>) {
+        self.panels(panels)
+    }
+
     /// Output columns `16 * panels` (clipped to the matrix).
+    #[inline(always)]
     fn panels(&self, panels: std::ops::Range<usize>) {
         let (m, groups) = (self.a.scales.len(), self.w.groups);
         let mut sums = [[0i32; PANEL]; ROWS];
+        let size = groups * PANEL * GROUP;
         for p in panels {
-            let panel =
-                &self.w.packed[p * groups * PANEL * GROUP..(p + 1) * groups * PANEL * GROUP];
+            let panel = &self.w.packed[p * size..(p + 1) * size];
             for r0 in (0..m).step_by(ROWS) {
                 let rows = ROWS.min(m - r0);
                 let a = &self.a.values[r0 * self.a.stride..(r0 + rows) * self.a.stride];
@@ -354,20 +409,27 @@ impl Product<'_> {
     }
 
     /// `out[r, c] = scale_a[r] * scale_w[c] * (sum - 128 * row_sum[c]) + bias[c]`.
+    #[inline(always)]
     fn store(&self, p: usize, r0: usize, rows: usize, sums: &[[i32; PANEL]; ROWS]) {
         let n = self.w.rows;
         let c0 = p * PANEL;
         let width = PANEL.min(n - c0);
+        let row_sums = &self.w.row_sums[c0..c0 + width];
+        let scales = &self.w.scales[c0..c0 + width];
         for (i, sums) in sums.iter().enumerate().take(rows) {
             let sa = self.a.scales[r0 + i];
             // SAFETY: row `r0 + i` < m and columns `c0..c0 + width` <= n lie inside `out`
             // (`m * n` values), and no other thread writes these columns.
             let out =
                 unsafe { std::slice::from_raw_parts_mut(self.out.0.add((r0 + i) * n + c0), width) };
-            for (c, o) in out.iter_mut().enumerate() {
-                let col = c0 + c;
-                let exact = sums[c] - OFFSET * self.w.row_sums[col];
-                *o = exact as f32 * (sa * self.w.scales[col]) + self.bias.map_or(0.0, |b| b[col]);
+            let sums = &sums[..width];
+            for c in 0..width {
+                out[c] = (sums[c] - OFFSET * row_sums[c]) as f32 * (sa * scales[c]);
+            }
+            if let Some(b) = self.bias {
+                for (o, b) in out.iter_mut().zip(&b[c0..c0 + width]) {
+                    *o += b;
+                }
             }
         }
     }
@@ -375,6 +437,7 @@ impl Product<'_> {
 
 /// `sums[i][c] = sum_j a[i, j] * panel[c, j]` for `rows` (<= 4) activation rows `a` (unsigned,
 /// `stride` bytes apart) and one 16-row panel of `groups` column groups.
+#[inline(always)]
 fn dot_panel(
     kernel: Kernel,
     a: &[u8],
