@@ -162,17 +162,10 @@ fn int8_values_round_trip() {
     }
 }
 
-fn tiny() -> TransformerConfig {
-    match s2s_models::preset("transformer-tiny").unwrap() {
-        ModelConfig::Transformer(c) => c,
-        _ => unreachable!(),
-    }
-}
-
 /// The preset (tied output), an untied output layer with separate embeddings, and Marian's
 /// options (shared embeddings, logits bias, zero start).
 fn variants() -> Vec<ModelConfig> {
-    let t = tiny();
+    let t = tiny_transformer();
     vec![
         ModelConfig::Transformer(t.clone()),
         ModelConfig::Transformer(TransformerConfig {

@@ -8,18 +8,11 @@ use common::*;
 use s2s_models::transformer::{Activation, Positions, TransformerConfig};
 use s2s_models::{ModelConfig, PaddedIds, Seq2SeqModel};
 
-fn tiny() -> TransformerConfig {
-    match s2s_models::preset("transformer-tiny").unwrap() {
-        ModelConfig::Transformer(c) => c,
-        _ => unreachable!(),
-    }
-}
-
 /// The preset and variants exercising Marian's options (SiLU, concatenated sinusoids, unscaled
 /// embeddings, a logits bias, a zero start), pre-norm, learned positions, shared and untied embeddings,
 /// a chosen alignment layer, and dropout settings (inert at inference).
 fn variants() -> Vec<ModelConfig> {
-    let t = tiny();
+    let t = tiny_transformer();
     vec![
         ModelConfig::Transformer(t.clone()),
         ModelConfig::Transformer(TransformerConfig {
@@ -115,7 +108,7 @@ fn kv_cached_decoding_on_the_tensor_op_path_matches_the_parallel_pass() {
         dropout: 0.0,
         attention_dropout: 0.0,
         activation_dropout: 0.0,
-        ..tiny()
+        ..tiny_transformer()
     });
     check_cached_matches_uncached(&seeded(&cfg, VOCAB, 7, &device().autodiff()));
 }
@@ -131,7 +124,7 @@ fn weights_round_trip_and_every_search_runs() {
 fn shared_embeddings_need_one_vocabulary() {
     let cfg = ModelConfig::Transformer(TransformerConfig {
         share_embeddings: true,
-        ..tiny()
+        ..tiny_transformer()
     });
     let err = Seq2SeqModel::try_new(&cfg, 10, 12, &device()).unwrap_err();
     assert!(
@@ -205,7 +198,7 @@ fn zero_start_ignores_the_first_decoder_token() {
     for zero_start in [true, false] {
         let cfg = ModelConfig::Transformer(TransformerConfig {
             zero_start,
-            ..tiny()
+            ..tiny_transformer()
         });
         let model = build(&cfg);
         let same = logits(&model, BOS as i64) == logits(&model, 9);

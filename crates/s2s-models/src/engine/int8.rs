@@ -451,24 +451,9 @@ fn dot_panel(
         #[cfg(target_arch = "x86_64")]
         // SAFETY: `matmul_with` checked that the CPU has the kernel's features.
         Kernel::Vnni => unsafe { vnni::dot_panel(a, stride, rows, panel, groups, sums) },
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: as above.
-        Kernel::Avx2 => unsafe { dot_panel_avx2(a, stride, rows, panel, groups, sums) },
+        // Compiled for AVX2 inside `Product::panels_avx2`.
         _ => dot_panel_plain(a, stride, rows, panel, groups, sums),
     }
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn dot_panel_avx2(
-    a: &[u8],
-    stride: usize,
-    rows: usize,
-    panel: &[i8],
-    groups: usize,
-    sums: &mut [[i32; PANEL]; ROWS],
-) {
-    dot_panel_plain(a, stride, rows, panel, groups, sums)
 }
 
 /// The plain loops, which the compiler vectorises for whatever target they are compiled for.

@@ -72,6 +72,14 @@ pub fn seeded(cfg: &ModelConfig, vocab: usize, seed: u64, device: &Device) -> Se
     m
 }
 
+/// The `transformer-tiny` preset.
+pub fn tiny_transformer() -> s2s_models::transformer::TransformerConfig {
+    match s2s_models::preset("transformer-tiny").unwrap() {
+        ModelConfig::Transformer(c) => c,
+        _ => unreachable!(),
+    }
+}
+
 /// A randomly initialised model (inference device: dropout is off).
 pub fn build(cfg: &ModelConfig) -> Seq2SeqModel {
     cfg.validate().unwrap();
