@@ -15,7 +15,7 @@ On stderr, one JSON line: seconds spent importing ctranslate2, loading the model
 input, translating and writing, and the number of output tokens. `--import-only` stops after
 the import (the baseline RSS of the interpreter and the library).
 
-Search settings, as bench/marian_live.py sets them to rank like s2s: max_decoding_length = N
+Search settings (`search_options`, which bench/marian_live.py uses too), to rank like s2s: max_decoding_length = N
 (at most N tokens before </s>), min_decoding_length = 0 (an empty output is allowed, as in s2s),
 max_input_length = 0 (no truncation), disable_unk = False; beam search with length_penalty = A
 (score / L^A, L counting </s>, as s2s's `--length-penalty alpha`) and the given patience (1,
@@ -36,6 +36,27 @@ import sys  # noqa: E402
 import ctranslate2  # noqa: E402
 
 t_import = time.perf_counter()
+
+
+def search_options(beam, alpha, max_len, patience, batch, batch_type="examples", suppress=None):
+    """translate_batch's options that make CTranslate2 rank like s2s (see the docstring); shared
+    with bench/marian_live.py."""
+    kw = dict(
+        max_batch_size=batch,
+        batch_type=batch_type,
+        beam_size=beam,
+        patience=patience,
+        length_penalty=alpha if beam > 1 else 0.0,
+        max_decoding_length=max_len,
+        min_decoding_length=0,
+        max_input_length=0,
+        disable_unk=False,
+        return_end_token=False,
+        num_hypotheses=1,
+    )
+    if suppress:
+        kw["suppress_sequences"] = suppress
+    return kw
 
 
 def main():
@@ -66,21 +87,8 @@ def main():
     t1 = time.perf_counter()
     with open(a.input, encoding="utf-8") as f:
         src = [line.split() for line in f.read().splitlines()]
-    kw = dict(
-        max_batch_size=a.batch,
-        batch_type=a.batch_type,
-        beam_size=a.beam,
-        patience=a.patience,
-        length_penalty=a.alpha if a.beam > 1 else 0.0,
-        max_decoding_length=a.max_len,
-        min_decoding_length=0,
-        max_input_length=0,
-        disable_unk=False,
-        return_end_token=False,
-        num_hypotheses=1,
-    )
-    if a.suppress_pad:
-        kw["suppress_sequences"] = [["<pad>"]]
+    kw = search_options(a.beam, a.alpha, a.max_len, a.patience, a.batch, a.batch_type,
+                        [["<pad>"]] if a.suppress_pad else None)
     t2 = time.perf_counter()
     results = tr.translate_batch(src, **kw)
     t3 = time.perf_counter()

@@ -94,6 +94,7 @@ import torch  # noqa: E402
 import sacrebleu  # noqa: E402
 import ctranslate2  # noqa: E402
 import transformers  # noqa: E402
+from ct2_decode import search_options  # noqa: E402
 from transformers import MarianMTModel, MarianTokenizer  # noqa: E402
 
 transformers.utils.logging.disable_progress_bar()
@@ -233,21 +234,7 @@ class Ct2:
 
     def translate(self, texts, batch, max_len, beam, alpha, patience):
         src = [self.tok.convert_ids_to_tokens(self.tok(t)["input_ids"]) for t in texts]
-        kw = dict(
-            max_batch_size=batch,
-            batch_type="examples",
-            beam_size=beam,
-            patience=patience,
-            length_penalty=alpha if beam > 1 else 0.0,
-            max_decoding_length=max_len,
-            min_decoding_length=0,
-            max_input_length=0,
-            disable_unk=False,
-            return_end_token=False,
-            num_hypotheses=1,
-        )
-        if self.suppress:
-            kw["suppress_sequences"] = self.suppress
+        kw = search_options(beam, alpha, max_len, patience, batch, suppress=self.suppress)
         results = self.tr.translate_batch(src, **kw)
         out = []
         for r in results:

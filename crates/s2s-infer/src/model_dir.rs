@@ -51,11 +51,15 @@ pub fn create(dir: &Path, run: &RunConfig, data: &DataDir) -> Result<(), InferEr
         (data.path.join(&tok.src.file), SRC_TOKENIZER),
         (data.path.join(&tok.tgt.file), TGT_TOKENIZER),
     ] {
-        let bytes = std::fs::read(&from).map_err(|e| InferError::io(&from, e))?;
-        let to = dir.join(to);
-        s2s_data::atomic_write(&to, &bytes).map_err(|e| InferError::io(&to, e))?;
+        copy_file(&from, &dir.join(to))?;
     }
     Ok(())
+}
+
+/// Copies `from` to `to` atomically.
+pub fn copy_file(from: &Path, to: &Path) -> Result<(), InferError> {
+    let bytes = std::fs::read(from).map_err(|e| InferError::io(from, e))?;
+    s2s_data::atomic_write(to, &bytes).map_err(|e| InferError::io(to, e))
 }
 
 /// Writes `config.toml` atomically.
@@ -97,23 +101,26 @@ pub fn read_run_config(dir: &Path) -> Result<RunConfig, InferError> {
     Ok(run)
 }
 
-/// Writes `MODEL_DIR/model.json`: the preset (if any), the model family and the number of
-/// trainable parameters (tied or shared weights counted once), for reports such as the benchmark
-/// table.
-pub fn write_model_info(dir: &Path, run: &RunConfig, parameters: usize) -> Result<(), InferError> {
+/// `model.json`'s content: the preset (if any), the model family and the number of trainable
+/// parameters (tied or shared weights counted once), for reports such as the benchmark table.
+pub fn model_info(run: &RunConfig, parameters: usize) -> serde_json::Value {
     let family = match &run.model {
         s2s_models::ModelConfig::Rnn(_) => "rnn",
         s2s_models::ModelConfig::Transformer(_) => "transformer",
         s2s_models::ModelConfig::ConvS2S(_) => "convs2s",
     };
-    let info = serde_json::json!({
+    serde_json::json!({
         "arch": run.arch,
         "family": family,
         "parameters": parameters,
         "src_vocab": run.src_vocab,
         "tgt_vocab": run.tgt_vocab,
-    });
-    write_json(&dir.join(MODEL_JSON), &info)
+    })
+}
+
+/// Writes `MODEL_DIR/model.json` ([`model_info`]).
+pub fn write_model_info(dir: &Path, run: &RunConfig, parameters: usize) -> Result<(), InferError> {
+    write_json(&dir.join(MODEL_JSON), &model_info(run, parameters))
 }
 
 /// Writes `value` as pretty JSON with a final newline, atomically.
@@ -151,9 +158,10 @@ pub fn load(dir: &Path, device: &Device) -> Result<LoadedModel, InferError> {
     };
     let src_tokenizer = tok(SRC_TOKENIZER, run.src_vocab)?;
     let tgt_tokenizer = tok(TGT_TOKENIZER, run.tgt_vocab)?;
+    let weights = weights(dir)?;
     let model = Seq2SeqModel::for_loading(&run.model, run.src_vocab, run.tgt_vocab, device)
         .map_err(InferError::Config)?;
-    let model = match weights(dir)? {
+    let model = match weights {
         Weights::Float(path) => s2s_models::io::load_weights(model, &path)?,
         Weights::Int8(path) => s2s_models::io::load_int8_weights(model, &path)?,
     };

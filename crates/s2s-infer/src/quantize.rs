@@ -24,14 +24,16 @@ pub struct Quantized {
     pub int8_bytes: u64,
 }
 
-/// The files of a MODEL_DIR an int8 copy keeps as they are (those present).
-const COPIED: [&str; 6] = [
+/// The files of a MODEL_DIR an int8 copy keeps as they are (those present); the training
+/// history stays readable (`s2s plot`).
+const COPIED: [&str; 7] = [
     CONFIG,
     DATA_TOML,
     SRC_TOKENIZER,
     TGT_TOKENIZER,
     SRC_SPM,
     TGT_SPM,
+    METRICS,
 ];
 
 /// Writes an int8 copy of `model_dir` to `out` (staged: a failure leaves nothing behind). `out`
@@ -69,23 +71,12 @@ pub fn quantize(model_dir: &Path, out: &Path, force: bool) -> Result<Quantized, 
         for name in COPIED {
             let from = model_dir.join(name);
             if from.exists() {
-                let bytes = std::fs::read(&from).map_err(|e| InferError::io(&from, e))?;
-                let to = dir.join(name);
-                s2s_data::atomic_write(&to, &bytes).map_err(|e| InferError::io(&to, e))?;
+                model_dir::copy_file(&from, &dir.join(name))?;
             }
         }
-        // The training history stays readable (`s2s plot`) but belongs to the f32 model.
-        let metrics = model_dir.join(METRICS);
-        if metrics.exists() {
-            std::fs::copy(&metrics, dir.join(METRICS)).map_err(|e| InferError::io(&metrics, e))?;
-        }
-        model_dir::write_model_info(dir, &run, burn::module::Module::num_params(&model))?;
-        let info = dir.join(MODEL_JSON);
-        let mut json: serde_json::Value =
-            serde_json::from_slice(&std::fs::read(&info).map_err(|e| InferError::io(&info, e))?)
-                .expect("model.json was just written");
-        json["weights"] = "int8".into();
-        model_dir::write_json(&info, &json)?;
+        let mut info = model_dir::model_info(&run, burn::module::Module::num_params(&model));
+        info["weights"] = "int8".into();
+        model_dir::write_json(&dir.join(MODEL_JSON), &info)?;
         s2s_models::io::save_int8_weights(&mut model, &dir.join(INT8))?;
         Ok(())
     })?;

@@ -394,15 +394,16 @@ impl Product<'_> {
             for r0 in (0..m).step_by(ROWS) {
                 let rows = ROWS.min(m - r0);
                 let a = &self.a.values[r0 * self.a.stride..(r0 + rows) * self.a.stride];
-                dot_panel(
-                    self.kernel,
-                    a,
-                    self.a.stride,
-                    rows,
-                    panel,
-                    groups,
-                    &mut sums,
-                );
+                let stride = self.a.stride;
+                match self.kernel {
+                    #[cfg(target_arch = "x86_64")]
+                    // SAFETY: `matmul_with` checked that the CPU has the kernel's features.
+                    Kernel::Vnni => unsafe {
+                        vnni::dot_panel(a, stride, rows, panel, groups, &mut sums)
+                    },
+                    // Compiled for AVX2 inside `panels_avx2`, for the baseline otherwise.
+                    _ => dot_panel_plain(a, stride, rows, panel, groups, &mut sums),
+                }
                 self.store(p, r0, rows, &sums);
             }
         }
@@ -436,27 +437,8 @@ impl Product<'_> {
 }
 
 /// `sums[i][c] = sum_j a[i, j] * panel[c, j]` for `rows` (<= 4) activation rows `a` (unsigned,
-/// `stride` bytes apart) and one 16-row panel of `groups` column groups.
-#[inline(always)]
-fn dot_panel(
-    kernel: Kernel,
-    a: &[u8],
-    stride: usize,
-    rows: usize,
-    panel: &[i8],
-    groups: usize,
-    sums: &mut [[i32; PANEL]; ROWS],
-) {
-    match kernel {
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: `matmul_with` checked that the CPU has the kernel's features.
-        Kernel::Vnni => unsafe { vnni::dot_panel(a, stride, rows, panel, groups, sums) },
-        // Compiled for AVX2 inside `Product::panels_avx2`.
-        _ => dot_panel_plain(a, stride, rows, panel, groups, sums),
-    }
-}
-
-/// The plain loops, which the compiler vectorises for whatever target they are compiled for.
+/// `stride` bytes apart) and one 16-row panel of `groups` column groups: the plain loops, which
+/// the compiler vectorises for whatever target they are compiled for.
 #[inline(always)]
 fn dot_panel_plain(
     a: &[u8],
