@@ -25,8 +25,8 @@
 #   3. Settings: greedy (beam 1) and beam K, each at --batches sentences per batch; for CT2
 #      also a token-batched row (batch_type="tokens", max_batch_size = --tokens source tokens,
 #      0 to skip; its s2s columns are s2s's run at the largest --batches); with --exact one more
-#      beam-K row with patience = max-len + 2, CT2's exact search (bench/marian_live.py), at
-#      batch 16 (or the largest); and a "load" row: one sentence, beam K, batch 1, i.e. the
+#      beam-K row with patience = max-len + 2 on both sides, CT2's exact search
+#      (bench/marian_live.py) and so s2s's, at batch 16 (or the largest); and a "load" row: one sentence, beam K, batch 1, i.e. the
 #      cost of starting the process and loading the model.
 #   4. --rounds rounds; in each, every setting is run by every system back to back, in an
 #      order that alternates between rounds (s2s, s2s-int8, ct2, ct2-int8, then reversed), as
@@ -36,13 +36,12 @@
 #
 # Search settings (as bench/marian_live.py, so that both rank hypotheses alike):
 #   s2s   translate --search greedy --length-penalty none | --search beam --beam K --alpha A
-#         --length-penalty alpha; --max-len N --max-len-ratio N (only N binds); --batch-size B;
-#         --json; RAYON_NUM_THREADS = --threads (s2s's only thread pool)
+#         --length-penalty alpha --patience P; --max-len N --max-len-ratio N (only N binds);
+#         --batch-size B; --json; RAYON_NUM_THREADS = --threads (s2s's only thread pool)
 #   CT2   bench/ct2_decode.py: Translator(intra_threads = --threads, inter_threads = 1),
 #         OMP_NUM_THREADS = --threads; beam_size K, length_penalty A (0 for greedy),
-#         patience 1 (CTranslate2's default stopping: a sentence ends once K hypotheses have
-#         finished; s2s stops only when no open hypothesis can still win, so beam outputs can
-#         differ: counted in the table), max_decoding_length N, min_decoding_length 0,
+#         patience P (1, CTranslate2's default stopping, on both sides: a sentence ends once K
+#         hypotheses have finished), max_decoding_length N, min_decoding_length 0,
 #         max_input_length 0, max_batch_size B, batch_type examples (or tokens)
 # Both sort the whole input by source length before cutting it into batches.
 #
@@ -224,7 +223,7 @@ for k in 1 "$beam"; do
   fi
 done
 if [ "$exact" = 1 ]; then
-  settings+=("beam$beam-b$exact_batch-exact $beam $exact_batch examples $((max_len + 2)) src beam$beam-b$exact_batch ct2,ct2-int8")
+  settings+=("beam$beam-b$exact_batch-exact $beam $exact_batch examples $((max_len + 2)) src beam$beam-b$exact_batch-exact $s2s_systems,ct2,ct2-int8")
 fi
 printf '%s\n' "${settings[@]}" | tr ' ' '\t' >"$out/settings.tsv"
 
@@ -234,7 +233,8 @@ run() { # round setting system beam batch type patience input
     dest="$out/runs/$name.$system.jsonl"
     local search=(--search greedy --length-penalty none) dir="$model"
     [ "$system" = s2s-int8 ] && dir="$out/s2s-int8"
-    [ "$k" -gt 1 ] && search=(--search beam --beam "$k" --alpha "$alpha" --length-penalty alpha)
+    [ "$k" -gt 1 ] && search=(--search beam --beam "$k" --alpha "$alpha" --length-penalty alpha
+      --patience "$patience")
     cmd=(env RAYON_NUM_THREADS="$threads" ${pin[@]+"${pin[@]}"} "$s2s" translate --model "$dir"
       "${search[@]}" --max-len "$max_len" --max-len-ratio "$max_len" --batch-size "$b" --json
       --input "$out/$input.txt" --output "$dest")
@@ -372,7 +372,7 @@ for st in settings:
         if st["type"] == "tokens":
             label = f"{search} × {st['batch']} tokens (s2s × {st['ref'].rsplit('-b', 1)[1]})"
         elif st["patience"] > 1:
-            label = f"{search} × {st['batch']}, CT2 patience {st['patience']} (exact)"
+            label = f"{search} × {st['batch']}, patience {st['patience']} (exact)"
         else:
             label = f"{search} × {st['batch']}"
     labels[name] = label
@@ -490,9 +490,9 @@ block = [
     + ".",
     f"- {n} sentences of `{E['SRC']}`, references `{E['REF']}`; sacreBLEU `{E['BLEU_TOK']}`.",
     f"- greedy (s2s `--search greedy --length-penalty none`, CT2 beam_size 1) and beam {k} "
-    f"(score = log-prob / L^{A}, L counting </s>; CT2 length_penalty {A}, patience 1, its "
-    "default stopping: a sentence ends once "
-    f"{k} hypotheses have finished, where s2s searches on until none can win); at most {N} "
+    f"(score = log-prob / L^{A}, L counting </s>; CT2 length_penalty {A}; patience 1 on both "
+    "sides (s2s `--patience 1`), CT2's default stopping: a sentence ends once "
+    f"{k} hypotheses have finished; the exact row: patience {N + 2}); at most {N} "
     "tokens before </s> (s2s `--max-len N --max-len-ratio N`, CT2 max_decoding_length N, "
     "min_decoding_length 0).",
     "- batch × B: B sentences per batch (s2s `--batch-size`, CT2 max_batch_size, batch_type "
@@ -513,8 +513,8 @@ block = [
     "MiB before loading a model). CT2 reads pre-tokenised pieces and writes pieces "
     "(detokenised afterwards); s2s tokenises and detokenises inside its time.",
     "- ≠ s2s: outputs (text or pieces) that differ from s2s's in the same setting. Greedy fp32 "
-    "should differ only by float rounding; beam by CT2's earlier stopping (patience 1); int8 "
-    "by quantisation.",
+    "and beam (the same stopping rule on both sides) should differ only by float rounding; "
+    "int8 by quantisation.",
     "- s2s-int8: `s2s quantize` of the same model (linear layers and embeddings int8 with one "
     "scale per output row, activations quantised per row on the fly: CT2's int8_float32 "
     f"scheme), int8 kernel `{E.get('INT8_KERNEL', '?')}`; s2s-int8/ct2-int8 compares the two "

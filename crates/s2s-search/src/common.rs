@@ -285,6 +285,8 @@ pub(crate) fn hyp_order(a: &Hypothesis, b: &Hypothesis) -> Ordering {
 pub(crate) struct Finished {
     cap: usize,
     hyps: Vec<Hypothesis>,
+    /// Hypotheses inserted so far, kept or not.
+    seen: usize,
 }
 
 impl Finished {
@@ -292,7 +294,13 @@ impl Finished {
         Finished {
             cap,
             hyps: Vec::new(),
+            seen: 0,
         }
+    }
+
+    /// How many hypotheses have finished, kept or not.
+    pub fn seen(&self) -> usize {
+        self.seen
     }
 
     /// Whether the list holds `cap` hypotheses.
@@ -306,6 +314,7 @@ impl Finished {
     }
 
     pub fn insert(&mut self, h: Hypothesis) {
+        self.seen += 1;
         if self.cap == 0 {
             return;
         }

@@ -1,5 +1,7 @@
 //! Search configuration, results and errors.
 
+use std::sync::Arc;
+
 use crate::step::SpecialTokens;
 
 /// Which decoding algorithm [`crate::search`] runs.
@@ -127,6 +129,41 @@ pub struct SearchConfig {
     /// [`Strategy::Exhaustive`] refuses sentences with more than this many candidates
     /// `|V|^max_len`.
     pub exhaustive_limit: u64,
+    /// Beam and greedy search: a sentence also stops once `round(k * patience)` hypotheses have
+    /// finished (CTranslate2's `patience`, Kasai et al. 2022; `1` is fairseq's and
+    /// CTranslate2's default rule). `None`: only the exact stopping rule of the crate docs,
+    /// which never changes the result against running every hypothesis to its end.
+    pub patience: Option<f32>,
+    /// Asked once per step; when it answers true the search stops with
+    /// [`SearchError::Interrupted`] (a server's client gave up or ran past its deadline).
+    pub interrupt: Option<Interrupt>,
+}
+
+/// A caller's "stop now", polled by the search loop once per step.
+#[derive(Clone)]
+pub struct Interrupt(Arc<dyn Fn() -> bool + Send + Sync>);
+
+impl Interrupt {
+    pub fn new(fired: impl Fn() -> bool + Send + Sync + 'static) -> Self {
+        Interrupt(Arc::new(fired))
+    }
+
+    pub fn fired(&self) -> bool {
+        (self.0)()
+    }
+}
+
+impl std::fmt::Debug for Interrupt {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Interrupt")
+    }
+}
+
+/// Two interrupts are equal when they are the same one.
+impl PartialEq for Interrupt {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
 }
 
 impl Default for SearchConfig {
@@ -148,6 +185,8 @@ impl Default for SearchConfig {
             },
             return_attention: false,
             exhaustive_limit: 1_000_000,
+            patience: None,
+            interrupt: None,
         }
     }
 }
@@ -168,6 +207,13 @@ impl SearchConfig {
                 self.max_len.min(rel.saturating_add(r.offset))
             }
         }
+    }
+
+    /// How many finished hypotheses end a sentence under [`SearchConfig::patience`], for a search
+    /// keeping `k` open hypotheses.
+    pub fn finish_after(&self, k: usize) -> Option<usize> {
+        self.patience
+            .map(|p| ((k as f32 * p).round() as usize).max(1))
     }
 
     /// Checks the configuration against a vocabulary size.
@@ -203,6 +249,14 @@ impl SearchConfig {
                 }
             }
             _ => {}
+        }
+        if let Some(p) = self.patience {
+            if !(p.is_finite() && p > 0.0) {
+                return invalid(format!("patience must be finite and > 0, got {p}"));
+            }
+            if !matches!(self.strategy, Strategy::Beam { .. } | Strategy::Greedy) {
+                return invalid("patience applies to beam and greedy search only".into());
+            }
         }
         match self.length_penalty {
             LengthPenalty::Alpha(a) | LengthPenalty::Gnmt(a) if !a.is_finite() => {
@@ -279,4 +333,6 @@ pub enum SearchError {
     },
     #[error("model output has the wrong shape: {0}")]
     BadModelOutput(String),
+    #[error("the search was interrupted")]
+    Interrupted,
 }

@@ -139,8 +139,16 @@ pub(crate) fn run<M: StepModel, S: Expand>(
     }
     let mut next = NextRows::starting(sources.len(), cfg.special.bos);
     let mut chosen = Vec::new();
+    let finish_after = if strategy.bounded() {
+        cfg.finish_after(strategy.keep(cfg.nbest))
+    } else {
+        None
+    };
 
     while !live.is_empty() {
+        if cfg.interrupt.as_ref().is_some_and(|i| i.fired()) {
+            return Err(SearchError::Interrupted);
+        }
         let rows = next.tokens.len();
         let out = model.step(&mut state, &next.tokens);
         check_output(&out, rows, vocab)?;
@@ -171,6 +179,7 @@ pub(crate) fn run<M: StepModel, S: Expand>(
             }
             let open = || chosen.iter().filter(|e| e.token != eos);
             let stop = open().next().is_none()
+                || finish_after.is_some_and(|n| s.finished.seen() >= n)
                 || (strategy.bounded() && cannot_improve(&s.finished, &step, lim, mine, open()));
             if stop {
                 let finished = std::mem::replace(&mut s.finished, Finished::new(0));

@@ -54,6 +54,11 @@
 //! [`SearchConfig::max_len_ratio`] tightens it.) The bound assumes the model's log-probs are
 //! `<= 0`.
 //!
+//! **Patience.** With [`SearchConfig::patience`] `p`, a sentence also stops once `round(k * p)`
+//! hypotheses have finished (every one counted, kept or not): CTranslate2's rule (`p = 1` by
+//! default there, and fairseq's), which trades the guarantee above for fewer steps. A result
+//! can then differ from the exact one; raising `p` moves it towards the exact search.
+//!
 //! Results are the best `nbest` finished hypotheses by score, ties broken by token sequence.
 //! Search does not depend on `nbest`, so the first of `nbest = N` equals `nbest = 1`.
 //!
@@ -84,6 +89,9 @@
 //!
 //! # Layout
 //!
+//! A search polls [`SearchConfig::interrupt`] once per step and stops with
+//! [`SearchError::Interrupted`] when it fires.
+//!
 //! One loop, `driver::run`, serves every strategy: it starts the model, steps the live rows,
 //! checks each output, keeps every open hypothesis with its row and `last_tokens` entry, finishes
 //! hypotheses at `<eos>`, applies the stopping rule, collects results and reorders rows, so the
@@ -110,7 +118,9 @@ mod sample;
 #[cfg(test)]
 mod tests;
 
-pub use config::{Hypothesis, LenRatio, LengthPenalty, SearchConfig, SearchError, Strategy};
+pub use config::{
+    Hypothesis, Interrupt, LenRatio, LengthPenalty, SearchConfig, SearchError, Strategy,
+};
 pub use sample::sample_seed;
 pub use step::{SpecialTokens, StepModel, StepOutput};
 

@@ -52,6 +52,11 @@ pub struct SearchArgs {
     /// Never output <unk>.
     #[arg(long)]
     pub ban_unk: bool,
+    /// Beam and greedy search: also end a sentence once round(beam * P) hypotheses have
+    /// finished (CTranslate2's patience; 1 is its and fairseq's default rule). Faster, and may
+    /// differ from the default, which searches until no open hypothesis can still win.
+    #[arg(long, value_name = "P")]
+    pub patience: Option<f32>,
     /// Sampling temperature.
     #[arg(long, default_value_t = 1.0)]
     pub temperature: f32,
@@ -99,6 +104,7 @@ impl SearchArgs {
             max_len_ratio: Some(defaults::len_ratio(self.max_len_ratio)),
             no_repeat_ngram: self.no_repeat_ngram,
             ban_unk: self.ban_unk,
+            patience: self.patience,
             ..defaults::search(strategy, specials)
         })
     }
