@@ -132,9 +132,10 @@ fn endpoints_and_request_log() {
     assert_eq!(r.status, 405);
     r.error();
 
-    // Requests without a JSON content type are accepted (curl -d).
+    // Requests without a JSON content type are refused: a web page on another site could send
+    // them without the browser asking the server first.
     let r = post_bytes(addr, "/v1/translate", None, br#"{"text":"1 2"}"#);
-    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.status, 415, "{}", r.body);
 
     server.shutdown().unwrap();
     let log = logged(&cfg);
@@ -267,6 +268,7 @@ fn wait_for_stats(addr: std::net::SocketAddr, what: &str, ok: impl Fn(&Value) ->
 fn full_queue_gets_503() {
     let mut cfg = config();
     cfg.engine.queue = 1;
+    cfg.engine.max_active = 1;
     cfg.engine.max_batch = 1;
     cfg.engine.max_wait = Duration::ZERO;
     cfg.limits.max_sentences = 128;

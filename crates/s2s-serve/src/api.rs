@@ -3,7 +3,7 @@
 //! ```text
 //! POST /v1/translate
 //! {"text": "..." | ["...", ...], "beam": 5, "alpha": 0.75, "nbest": 1, "attention": false,
-//!  "target_lang": "cmn_Hans"}
+//!  "patience": 1.0, "target_lang": "cmn_Hans"}
 //! -> {"translations": [{"src": "...", "src_tokens": ["..."],
 //!                       "hyps": [{"text": "...", "score": -0.12, "logprob": -0.4,
 //!                                 "tokens": ["..."], "attention": {...}?}]}]}
@@ -32,6 +32,10 @@ pub struct TranslateRequest {
     pub nbest: Option<usize>,
     #[serde(default)]
     pub attention: Option<bool>,
+    /// End a sentence once `round(beam * patience)` hypotheses have finished (absent: search
+    /// until no open hypothesis can still win).
+    #[serde(default)]
+    pub patience: Option<f32>,
     /// The target language of a multilingual Marian model (`cmn_Hans` or `>>cmn_Hans<<`).
     #[serde(default)]
     pub target_lang: Option<String>,
@@ -90,6 +94,7 @@ pub struct SearchOptions {
     pub alpha: f32,
     pub nbest: usize,
     pub attention: bool,
+    pub patience: Option<f32>,
 }
 
 impl Default for SearchOptions {
@@ -99,6 +104,7 @@ impl Default for SearchOptions {
             alpha: defaults::ALPHA,
             nbest: defaults::NBEST,
             attention: false,
+            patience: None,
         }
     }
 }
@@ -111,8 +117,14 @@ impl PartialEq for SearchOptions {
 impl Eq for SearchOptions {}
 
 impl SearchOptions {
-    fn key(&self) -> (usize, u32, usize, bool) {
-        (self.beam, self.alpha.to_bits(), self.nbest, self.attention)
+    fn key(&self) -> (usize, u32, usize, bool, Option<u32>) {
+        (
+            self.beam,
+            self.alpha.to_bits(),
+            self.nbest,
+            self.attention,
+            self.patience.map(f32::to_bits),
+        )
     }
 
     /// The search the server runs for these options: beam search with the length penalty
@@ -123,6 +135,7 @@ impl SearchOptions {
             nbest: self.nbest,
             length_penalty: LengthPenalty::Alpha(self.alpha),
             return_attention: self.attention,
+            patience: self.patience,
             ..defaults::search(Strategy::Beam { k: self.beam }, specials)
         }
     }
@@ -177,7 +190,8 @@ impl TranslateRequest {
     /// search options. Token limits are checked later, by the worker that owns the tokenizer.
     pub fn validate(self, limits: &Limits) -> Result<(Vec<String>, SearchOptions), ApiError> {
         let d = SearchOptions::default();
-        let beam = self.beam.unwrap_or(d.beam);
+        // The default beam, narrowed to the server's limit.
+        let beam = self.beam.unwrap_or(d.beam.min(limits.max_beam));
         if beam == 0 || beam > limits.max_beam {
             return Err(ApiError::bad_request(format!(
                 "beam must be between 1 and {}, got {beam}",
@@ -194,6 +208,13 @@ impl TranslateRequest {
         if !(alpha.is_finite() && (0.0..=5.0).contains(&alpha)) {
             return Err(ApiError::bad_request(format!(
                 "alpha must be between 0 and 5, got {alpha}"
+            )));
+        }
+        if let Some(p) = self.patience
+            && !(p.is_finite() && (0.0..=100.0).contains(&p) && p > 0.0)
+        {
+            return Err(ApiError::bad_request(format!(
+                "patience must be above 0 and at most 100, got {p}"
             )));
         }
         let texts = self.text.into_vec();
@@ -224,6 +245,7 @@ impl TranslateRequest {
                 alpha,
                 nbest,
                 attention: self.attention.unwrap_or(false),
+                patience: self.patience,
             },
         ))
     }
@@ -275,8 +297,22 @@ mod tests {
         );
         assert_eq!(ok(r#"{"text":"x","nbest":0}"#).unwrap_err().status, 400);
         assert_eq!(ok(r#"{"text":"x","alpha":-1}"#).unwrap_err().status, 400);
+        assert_eq!(ok(r#"{"text":"x","patience":0}"#).unwrap_err().status, 400);
+        assert_eq!(
+            ok(r#"{"text":"x","patience":101}"#).unwrap_err().status,
+            400
+        );
+        let (_, o) = ok(r#"{"text":"x","patience":1.5}"#).unwrap();
+        assert_eq!(o.patience, Some(1.5));
+        assert_ne!(o, SearchOptions::default());
         assert_eq!(ok(r#"{"text":[]}"#).unwrap_err().status, 400);
         assert_eq!(ok(r#"{"text":"a\nb"}"#).unwrap_err().status, 400);
+        let narrow = Limits {
+            max_beam: 2,
+            ..Limits::default()
+        };
+        let (_, o) = parse(r#"{"text":"x"}"#).unwrap().validate(&narrow).unwrap();
+        assert_eq!(o.beam, 2, "the default beam is narrowed to --max-beam");
         let many = serde_json::json!({ "text": vec!["x"; 65] }).to_string();
         assert_eq!(ok(&many).unwrap_err().status, 422);
     }
@@ -288,5 +324,11 @@ mod tests {
         assert_ne!(a, b);
         assert_eq!(a, SearchOptions::default());
         assert!(a.to_config(Specials::S2S).validate(10).is_ok());
+        let p = SearchOptions {
+            patience: Some(1.0),
+            ..a
+        };
+        assert_ne!(a, p);
+        assert_eq!(p.to_config(Specials::S2S).patience, Some(1.0));
     }
 }

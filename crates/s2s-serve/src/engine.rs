@@ -1,20 +1,34 @@
 //! The model worker and dynamic batching.
 //!
 //! One std thread owns the [`Translator`] (burn modules need not be `Sync`) and is fed through a
-//! bounded channel of [`Job`]s; each HTTP handler awaits its job's oneshot reply. The worker
-//! blocks for a first job, then keeps collecting for at most `max_wait` or until `max_batch`
-//! sentences are pending. It drops jobs whose client already gave up, encodes the sentences,
-//! groups the jobs by [`SearchOptions`] (in arrival order) and decodes each group with one
-//! [`Translator::search`] call in batches of at most `max_batch` sentences. Search is
-//! batch-invariant, so a sentence gets the same result alone or batched with others.
+//! bounded channel of [`Job`]s; each HTTP handler awaits its job's [`Ticket`]. The worker takes
+//! up to `max_active` requests off the queue (when idle it waits up to `max_wait` for company),
+//! encodes them, and decodes them batch by batch in rotation: each batch starts with the request
+//! at the front and is filled, in arrival order, with sentences of requests that have the same
+//! [`SearchOptions`], up to `max_batch` sentences and `max_batch_tokens` of work; the front
+//! request then goes to the back. A large request is so cut into bounded batches, between which
+//! small ones are served. Search is batch-invariant, so a sentence gets the same result alone
+//! or batched with others.
+//!
+//! A handler holds its request's [`Ticket`]; when the handler is dropped (its client went away or
+//! its time ran out) the search of a batch whose every ticket is gone stops at the next step,
+//! and the request leaves the rotation. A panic fails the requests being decoded, not the
+//! worker; if the worker thread dies all the same, [`Engine::is_alive`] says so.
 
 use crate::api::{ApiError, SearchOptions, Translation};
+use crate::metrics::Metrics;
 use s2s_infer::Translator;
+use s2s_search::Interrupt;
+use s2s_search::{Hypothesis, SearchConfig, SearchError};
 use serde::Serialize;
+use std::collections::VecDeque;
+use std::future::Future;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TrySendError};
+use std::sync::{Arc, Weak};
+use std::task::{Context, Poll};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
@@ -24,6 +38,12 @@ use tokio::sync::oneshot;
 pub struct EngineConfig {
     /// Most sentences decoded in one batched search.
     pub max_batch: usize,
+    /// Most work in one batched search, as the sum over its sentences of
+    /// `(source tokens + 1) * beam` (a single sentence may exceed it). This bounds how long one
+    /// batch keeps the others waiting.
+    pub max_batch_tokens: usize,
+    /// Requests decoded in rotation at once; more wait in the queue.
+    pub max_active: usize,
     /// Longest time the first job of a batch waits for company.
     pub max_wait: Duration,
     /// Requests that may wait in the queue; more get 503.
@@ -36,6 +56,8 @@ impl Default for EngineConfig {
     fn default() -> Self {
         EngineConfig {
             max_batch: 32,
+            max_batch_tokens: 4096,
+            max_active: 16,
             max_wait: Duration::from_millis(5),
             queue: 256,
             max_tokens: 200,
@@ -57,19 +79,20 @@ pub struct ModelInfo {
 /// Counters of the worker's work, reported by `GET /health`.
 #[derive(Debug, Default)]
 pub struct Stats {
-    /// Requests decoded.
+    /// Requests taken off the queue and encoded for decoding.
     pub requests: AtomicU64,
     /// Sentences decoded.
     pub sentences: AtomicU64,
-    /// Batched searches run (one per group of equal options per collection round and
-    /// `max_batch` sentences).
+    /// Batched searches run.
     pub batches: AtomicU64,
-    /// Largest number of requests decoded together (one group of equal options).
+    /// Largest number of requests with sentences in one batch.
     pub max_group_requests: AtomicU64,
     /// Requests accepted but not yet taken by the worker (the queue's depth now).
     pub queued: AtomicU64,
     /// Requests accepted into the queue so far (those turned away with 503 not counted).
     pub accepted: AtomicU64,
+    /// Searches stopped between steps because every request of the batch had gone.
+    pub interrupted: AtomicU64,
 }
 
 impl Stats {
@@ -82,6 +105,7 @@ impl Stats {
             "max_group_requests": g(&self.max_group_requests),
             "queued": g(&self.queued),
             "accepted": g(&self.accepted),
+            "interrupted": g(&self.interrupted),
         })
     }
 }
@@ -95,15 +119,57 @@ pub struct Job {
     /// The target language tag to put in front of every text (multilingual Marian models).
     pub target_lang: Option<String>,
     pub reply: oneshot::Sender<Reply>,
+    /// Gone once the request's [`Ticket`] is dropped.
+    waiting: Weak<()>,
+    queued_at: Instant,
+}
+
+impl Job {
+    fn abandoned(&self) -> bool {
+        self.waiting.strong_count() == 0
+    }
+}
+
+/// What the worker is told.
+enum Message {
+    Job(Job),
+    /// Fault injection for tests: the worker panics outside its guards, as a bug would.
+    Panic,
+}
+
+/// A queued request's reply. Dropping it tells the worker that nobody waits for the result.
+pub struct Ticket {
+    reply: oneshot::Receiver<Reply>,
+    _waiting: Arc<()>,
+}
+
+impl Future for Ticket {
+    type Output = Result<Reply, oneshot::error::RecvError>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        Pin::new(&mut self.reply).poll(cx)
+    }
 }
 
 /// The handle handlers use to reach the worker. Dropping every clone of it stops the worker once
 /// the queue is drained.
 #[derive(Clone)]
 pub struct Engine {
-    tx: SyncSender<Job>,
+    tx: SyncSender<Message>,
     info: ModelInfo,
     stats: Arc<Stats>,
+    metrics: Arc<Metrics>,
+    alive: Arc<AtomicBool>,
+    queue: usize,
+}
+
+/// Clears the worker's liveness flag when the worker thread ends, by return or by panic.
+struct AliveGuard(Arc<AtomicBool>);
+
+impl Drop for AliveGuard {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::SeqCst);
+    }
 }
 
 /// Joins the worker thread.
@@ -132,15 +198,21 @@ impl Engine {
         device: &str,
         cfg: EngineConfig,
     ) -> anyhow::Result<(Engine, WorkerHandle)> {
-        let (tx, rx) = mpsc::sync_channel::<Job>(cfg.queue.max(1));
+        let (tx, rx) = mpsc::sync_channel::<Message>(cfg.queue.max(1));
         let (ready_tx, ready_rx) = mpsc::channel::<anyhow::Result<ModelInfo>>();
         let dir: PathBuf = model_dir.to_owned();
         let device_name = device.to_owned();
         let stats = Arc::new(Stats::default());
         let worker_stats = stats.clone();
+        let metrics = Arc::new(Metrics::default());
+        let worker_metrics = metrics.clone();
+        let alive = Arc::new(AtomicBool::new(true));
+        let guard = AliveGuard(alive.clone());
+        let queue = cfg.queue.max(1);
         let thread = std::thread::Builder::new()
             .name("s2s-model".into())
             .spawn(move || {
+                let _guard = guard;
                 let translator = s2s_models::backend::parse_device(&device_name)
                     .map_err(anyhow::Error::msg)
                     .and_then(|d| Ok(Translator::load(&dir, &d)?));
@@ -161,12 +233,20 @@ impl Engine {
                     device: device_name,
                 };
                 let _ = ready_tx.send(Ok(info));
-                worker_loop(&translator, &rx, &cfg, &worker_stats);
+                worker_loop(&translator, &rx, &cfg, &worker_stats, &worker_metrics);
             })?;
         let info = ready_rx
             .recv()
             .map_err(|_| anyhow::anyhow!("the model worker died while loading"))??;
-        Ok((Engine { tx, info, stats }, WorkerHandle(thread)))
+        let engine = Engine {
+            tx,
+            info,
+            stats,
+            metrics,
+            alive,
+            queue,
+        };
+        Ok((engine, WorkerHandle(thread)))
     }
 
     pub fn info(&self) -> &ModelInfo {
@@ -177,29 +257,62 @@ impl Engine {
         &self.stats
     }
 
+    pub fn metrics(&self) -> &Metrics {
+        &self.metrics
+    }
+
+    /// Whether the model worker thread is still running.
+    pub fn is_alive(&self) -> bool {
+        self.alive.load(Ordering::SeqCst)
+    }
+
+    /// Why the engine cannot take a request now (the worker died, or the queue is full), if so.
+    pub fn unready(&self) -> Option<&'static str> {
+        if !self.is_alive() {
+            Some("the model worker has stopped")
+        } else if self.stats.queued.load(Ordering::Relaxed) >= self.queue as u64 {
+            Some("the request queue is full")
+        } else {
+            None
+        }
+    }
+
+    /// Makes the worker thread panic outside its guards, as a bug would (for tests of what a
+    /// dead worker looks like from outside).
+    #[doc(hidden)]
+    pub fn inject_worker_panic(&self) {
+        let _ = self.tx.try_send(Message::Panic);
+    }
+
     /// Queues a job without waiting; 503 if the queue is full.
     pub fn submit(
         &self,
         texts: Vec<String>,
         opts: SearchOptions,
         target_lang: Option<String>,
-    ) -> Result<oneshot::Receiver<Reply>, ApiError> {
+    ) -> Result<Ticket, ApiError> {
         let (reply, rx) = oneshot::channel();
+        let waiting = Arc::new(());
         // Counted before the send so that the worker's decrement can never come first.
         self.stats.queued.fetch_add(1, Ordering::Relaxed);
-        let sent = self.tx.try_send(Job {
+        let sent = self.tx.try_send(Message::Job(Job {
             texts,
             opts,
             target_lang,
             reply,
-        });
+            waiting: Arc::downgrade(&waiting),
+            queued_at: Instant::now(),
+        }));
         if sent.is_err() {
             self.stats.queued.fetch_sub(1, Ordering::Relaxed);
         } else {
             self.stats.accepted.fetch_add(1, Ordering::Relaxed);
         }
         match sent {
-            Ok(()) => Ok(rx),
+            Ok(()) => Ok(Ticket {
+                reply: rx,
+                _waiting: waiting,
+            }),
             Err(TrySendError::Full(_)) => Err(ApiError::new(
                 503,
                 "the server is busy: the request queue is full; retry shortly",
@@ -211,124 +324,248 @@ impl Engine {
     }
 }
 
-fn worker_loop(translator: &Translator, rx: &Receiver<Job>, cfg: &EngineConfig, stats: &Stats) {
-    while let Ok(first) = rx.recv() {
-        stats.queued.fetch_sub(1, Ordering::Relaxed);
-        let mut pending = first.texts.len();
-        let mut jobs = vec![first];
-        let deadline = Instant::now() + cfg.max_wait;
-        while pending < cfg.max_batch {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match rx.recv_timeout(left) {
-                Ok(job) => {
-                    stats.queued.fetch_sub(1, Ordering::Relaxed);
-                    pending += job.texts.len();
-                    jobs.push(job);
-                }
-                Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => break,
-            }
-        }
-        run_jobs(translator, jobs, cfg, stats);
-    }
-}
-
-struct Prepared {
+/// A request being decoded: its sources, and the n-best of those decoded so far.
+struct Active {
     job: Job,
     sources: Vec<Vec<u32>>,
+    done: Vec<Vec<Hypothesis>>,
 }
 
-fn run_jobs(translator: &Translator, jobs: Vec<Job>, cfg: &EngineConfig, stats: &Stats) {
-    // Group by options, in arrival order; skip clients that already gave up (timeouts).
-    let mut groups: Vec<(SearchOptions, Vec<Prepared>)> = Vec::new();
-    for job in jobs {
-        if job.reply.is_closed() {
-            continue;
-        }
-        let sources = match &job.target_lang {
-            None => translator.encode_all(&job.texts),
-            Some(lang) => match translator.with_target_lang(&job.texts, lang) {
-                Ok(tagged) => translator.encode_all(&tagged),
-                Err(e) => {
-                    let _ = job.reply.send(Err(ApiError::bad_request(e.to_string())));
-                    continue;
+impl Active {
+    fn left(&self) -> &[Vec<u32>] {
+        &self.sources[self.done.len()..]
+    }
+}
+
+/// The worker: admits requests (up to `max_active` at once), then decodes them batch by batch.
+/// Each batch starts with the request at the front of the rotation and is filled with sentences
+/// of requests with the same options, up to `max_batch` sentences and `max_batch_tokens`; the
+/// front request then goes to the back if it is not finished. A request's sentences are
+/// decoded in order, so a large request is cut into batches between which others get their
+/// turn.
+fn worker_loop(
+    translator: &Translator,
+    rx: &Receiver<Message>,
+    cfg: &EngineConfig,
+    stats: &Stats,
+    metrics: &Metrics,
+) {
+    let mut active: VecDeque<Active> = VecDeque::new();
+    let max_active = cfg.max_active.max(1);
+    loop {
+        if active.is_empty() {
+            // Idle: wait for a request, then for company during `max_wait`.
+            let Ok(first) = rx.recv() else { break };
+            admit(translator, first, cfg, stats, metrics, &mut active);
+            let deadline = Instant::now() + cfg.max_wait;
+            while active.len() < max_active
+                && active.iter().map(|a| a.sources.len()).sum::<usize>() < cfg.max_batch
+            {
+                let left = deadline.saturating_duration_since(Instant::now());
+                match rx.recv_timeout(left) {
+                    Ok(m) => admit(translator, m, cfg, stats, metrics, &mut active),
+                    Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => break,
                 }
-            },
-        };
-        if let Some((i, s)) = sources
-            .iter()
-            .enumerate()
-            .find(|(_, s)| s.len() > cfg.max_tokens)
-        {
-            let _ = job.reply.send(Err(ApiError::new(
-                422,
-                format!(
-                    "sentence {i} has {} tokens; the limit is {} (--max-tokens)",
-                    s.len(),
-                    cfg.max_tokens
-                ),
-            )));
+            }
+        } else {
+            while active.len() < max_active {
+                match rx.try_recv() {
+                    Ok(m) => admit(translator, m, cfg, stats, metrics, &mut active),
+                    Err(_) => break,
+                }
+            }
+        }
+        active.retain(|a| !a.job.abandoned());
+        if active.is_empty() {
             continue;
         }
-        let p = Prepared { job, sources };
-        match groups.iter_mut().find(|(o, _)| *o == p.job.opts) {
-            Some((_, g)) => g.push(p),
-            None => groups.push((p.job.opts, vec![p])),
-        }
-    }
-    for (opts, group) in groups {
-        let sources: Vec<Vec<u32>> = group.iter().flat_map(|p| p.sources.clone()).collect();
-        stats
-            .requests
-            .fetch_add(group.len() as u64, Ordering::Relaxed);
-        stats
-            .sentences
-            .fetch_add(sources.len() as u64, Ordering::Relaxed);
-        stats.batches.fetch_add(
-            sources.len().div_ceil(cfg.max_batch.max(1)) as u64,
-            Ordering::Relaxed,
-        );
-        stats
-            .max_group_requests
-            .fetch_max(group.len() as u64, Ordering::Relaxed);
-        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            translator.search(
-                &sources,
-                &opts.to_config(translator.specials()),
-                cfg.max_batch,
-            )
+        let round = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            decode_one_batch(translator, &mut active, cfg, stats, metrics)
         }));
-        let mut results = match result {
-            Ok(Ok(r)) => r.into_iter(),
-            Ok(Err(e)) => {
-                reply_all(group, ApiError::new(500, format!("search failed: {e}")));
-                continue;
-            }
-            Err(_) => {
-                reply_all(
-                    group,
-                    ApiError::new(500, "decoding panicked; see the server log"),
-                );
-                continue;
-            }
-        };
-        for p in group {
-            let translations = p
-                .job
-                .texts
-                .iter()
-                .zip(&p.sources)
-                .map(|(text, src)| {
-                    let hyps = results.next().unwrap_or_default();
-                    translator.describe(text, src, &hyps)
-                })
-                .collect();
-            let _ = p.job.reply.send(Ok(translations));
+        if round.is_err() {
+            // Dropping the requests drops their reply senders: each client gets a 500.
+            active.clear();
+            eprintln!("s2s serve: a batch panicked; its requests failed, the worker goes on");
         }
     }
 }
 
-fn reply_all(group: Vec<Prepared>, err: ApiError) {
-    for p in group {
-        let _ = p.job.reply.send(Err(err.clone()));
+/// Takes a message off the queue: a request is encoded and checked (422 past `max_tokens`, 400
+/// for an unknown target language), then joins the rotation.
+fn admit(
+    translator: &Translator,
+    m: Message,
+    cfg: &EngineConfig,
+    stats: &Stats,
+    metrics: &Metrics,
+    active: &mut VecDeque<Active>,
+) {
+    let job = match m {
+        Message::Job(job) => job,
+        Message::Panic => panic!("fault injected into the model worker"),
+    };
+    stats.queued.fetch_sub(1, Ordering::Relaxed);
+    metrics.dequeued(job.queued_at.elapsed());
+    if job.abandoned() {
+        return;
     }
+    let encoded =
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match &job.target_lang {
+            None => Ok(translator.encode_all(&job.texts)),
+            Some(lang) => translator
+                .with_target_lang(&job.texts, lang)
+                .map(|tagged| translator.encode_all(&tagged)),
+        }));
+    let sources = match encoded {
+        Ok(Ok(s)) => s,
+        Ok(Err(e)) => {
+            let _ = job.reply.send(Err(ApiError::bad_request(e.to_string())));
+            return;
+        }
+        Err(_) => {
+            let _ = job.reply.send(Err(ApiError::new(
+                500,
+                "encoding the request panicked; see the server log",
+            )));
+            return;
+        }
+    };
+    if let Some((i, s)) = sources
+        .iter()
+        .enumerate()
+        .find(|(_, s)| s.len() > cfg.max_tokens)
+    {
+        let _ = job.reply.send(Err(ApiError::new(
+            422,
+            format!(
+                "sentence {i} has {} tokens; the limit is {} (--max-tokens)",
+                s.len(),
+                cfg.max_tokens
+            ),
+        )));
+        return;
+    }
+    stats.requests.fetch_add(1, Ordering::Relaxed);
+    active.push_back(Active {
+        done: Vec::with_capacity(sources.len()),
+        sources,
+        job,
+    });
+}
+
+/// The cost of decoding a sentence of `len` source tokens with beam `beam`, in
+/// [`EngineConfig::max_batch_tokens`] units.
+fn cost(len: usize, beam: usize) -> usize {
+    (len + 1) * beam
+}
+
+/// Decodes one batch (see [`worker_loop`]), replies to the requests it finishes and rotates.
+fn decode_one_batch(
+    translator: &Translator,
+    active: &mut VecDeque<Active>,
+    cfg: &EngineConfig,
+    stats: &Stats,
+    metrics: &Metrics,
+) {
+    let opts = active[0].job.opts;
+    // (request, how many of its sentences), in rotation order.
+    let mut parts: Vec<(usize, usize)> = Vec::new();
+    let mut sources: Vec<Vec<u32>> = Vec::new();
+    let mut budget = cfg.max_batch_tokens;
+    'fill: for (i, a) in active.iter().enumerate() {
+        if a.job.opts != opts {
+            continue;
+        }
+        let mut n = 0;
+        for src in a.left() {
+            let c = cost(src.len(), opts.beam);
+            let first = sources.is_empty();
+            if !first && (sources.len() == cfg.max_batch.max(1) || c > budget) {
+                if n > 0 {
+                    parts.push((i, n));
+                }
+                break 'fill;
+            }
+            budget = budget.saturating_sub(c);
+            sources.push(src.clone());
+            n += 1;
+        }
+        if n > 0 {
+            parts.push((i, n));
+        }
+    }
+    stats
+        .sentences
+        .fetch_add(sources.len() as u64, Ordering::Relaxed);
+    stats.batches.fetch_add(1, Ordering::Relaxed);
+    stats
+        .max_group_requests
+        .fetch_max(parts.len() as u64, Ordering::Relaxed);
+    metrics.batch(sources.len());
+
+    let waiting: Vec<Weak<()>> = parts
+        .iter()
+        .map(|&(i, _)| active[i].job.waiting.clone())
+        .collect();
+    let search = SearchConfig {
+        interrupt: Some(Interrupt::new(move || {
+            waiting.iter().all(|w| w.strong_count() == 0)
+        })),
+        ..opts.to_config(translator.specials())
+    };
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        translator.search(&sources, &search, cfg.max_batch)
+    }));
+    let failure = match result {
+        Ok(Ok(found)) => {
+            let mut found = found.into_iter();
+            for &(i, n) in &parts {
+                active[i].done.extend(found.by_ref().take(n));
+            }
+            None
+        }
+        Ok(Err(s2s_infer::InferError::Search(SearchError::Interrupted))) => {
+            stats.interrupted.fetch_add(1, Ordering::Relaxed);
+            metrics.interrupted();
+            // Every request of the batch is gone; the next round drops them.
+            return;
+        }
+        Ok(Err(e)) => Some(ApiError::new(500, format!("search failed: {e}"))),
+        Err(_) => Some(ApiError::new(500, "decoding panicked; see the server log")),
+    };
+    // Reply to the finished (or failed) requests and take them out; rotate the front one.
+    let mut ended: Vec<usize> = parts
+        .iter()
+        .map(|&(i, _)| i)
+        .filter(|&i| failure.is_some() || active[i].left().is_empty())
+        .collect();
+    ended.sort_unstable();
+    for &i in ended.iter().rev() {
+        let a = active.remove(i).expect("an active request");
+        let reply =
+            match &failure {
+                Some(e) => Err(e.clone()),
+                None => std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    describe(translator, &a)
+                }))
+                .map_err(|_| ApiError::new(500, "building the reply panicked; see the server log")),
+            };
+        let _ = a.job.reply.send(reply);
+    }
+    if ended.first() != Some(&0)
+        && let Some(front) = active.pop_front()
+    {
+        active.push_back(front);
+    }
+}
+
+/// A finished request's reply.
+fn describe(translator: &Translator, a: &Active) -> Vec<Translation> {
+    a.job
+        .texts
+        .iter()
+        .zip(&a.sources)
+        .zip(&a.done)
+        .map(|((text, src), hyps)| translator.describe(text, src, hyps))
+        .collect()
 }

@@ -1,14 +1,16 @@
 use anyhow::Result;
-use s2s_serve::{EngineConfig, Limits, RequestLog, ServeConfig};
+use s2s_serve::{EngineConfig, Hosts, Limits, NetLimits, RequestLog, ServeConfig};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
 /// Start the HTTP API and the web page for a trained model.
 ///
-/// Routes: GET / (web page), GET /health, POST /v1/translate. Errors are JSON {"error": ...}:
-/// 400 bad JSON or options, 413 body too large, 422 input too long, 503 queue full, 504 timeout.
-/// Stops gracefully on Ctrl-C / SIGTERM, finishing in-flight requests.
+/// Routes: GET / (web page), GET /health, /health/live, /health/ready, POST /v1/translate.
+/// Errors are JSON {"error": ...}: 400 bad JSON or options, 403 another Host or Origin, 408 slow
+/// body, 413 body too large, 415 not application/json, 422 input too long, 503 queue full or
+/// worker stopped, 504 timeout. Stops on Ctrl-C / SIGTERM, finishing in-flight requests for at
+/// most --shutdown-timeout-ms; a second Ctrl-C stops at once.
 #[derive(clap::Args)]
 pub struct ServeArgs {
     /// MODEL_DIR written by `s2s train`.
@@ -34,6 +36,14 @@ pub struct ServeArgs {
     /// Most sentences decoded together in one batched search.
     #[arg(long, default_value_t = 32)]
     pub max_batch: usize,
+    /// Most work in one batched search: the sum of (source tokens + 1) x beam over its
+    /// sentences. Bounds how long one batch keeps other requests waiting.
+    #[arg(long, default_value_t = 4096)]
+    pub max_batch_tokens: usize,
+    /// Requests decoded in rotation at once (a large one is cut into batches between which
+    /// the others get their turn); more wait in the queue.
+    #[arg(long, default_value_t = 16)]
+    pub max_active: usize,
     /// Longest wait, in ms, for concurrent requests to join a batch.
     #[arg(long, default_value_t = 5)]
     pub max_wait_ms: u64,
@@ -43,6 +53,28 @@ pub struct ServeArgs {
     /// Per-request time limit in ms (504 when exceeded).
     #[arg(long, default_value_t = 30_000)]
     pub timeout_ms: u64,
+    /// Time in ms for a request's head to arrive, and for an idle kept-alive connection to
+    /// send its next request; the connection is closed after it.
+    #[arg(long, default_value_t = 10_000)]
+    pub header_timeout_ms: u64,
+    /// Time in ms for a request's body to arrive once its head has (408 after it).
+    #[arg(long, default_value_t = 30_000)]
+    pub body_timeout_ms: u64,
+    /// Longest a response write may make no progress, in ms (a client that stops reading);
+    /// the connection is closed after it.
+    #[arg(long, default_value_t = 30_000)]
+    pub write_timeout_ms: u64,
+    /// Most connections open at once; more wait to be accepted.
+    #[arg(long, default_value_t = 512)]
+    pub max_connections: usize,
+    /// Longest shutdown waits for in-flight requests, in ms, before dropping them.
+    #[arg(long, default_value_t = 10_000)]
+    pub shutdown_timeout_ms: u64,
+    /// Another name clients may reach the server by, in Host and Origin (repeatable; `*` allows
+    /// any). By default a loopback address allows localhost and the loopback addresses, another
+    /// address itself, and 0.0.0.0 any name.
+    #[arg(long = "allow-host", value_name = "NAME")]
+    pub allow_hosts: Vec<String>,
     /// Do not log one JSON line per request on stderr.
     #[arg(long)]
     pub quiet: bool,
@@ -61,6 +93,8 @@ pub fn run(args: ServeArgs) -> Result<()> {
         },
         engine: EngineConfig {
             max_batch: args.max_batch,
+            max_batch_tokens: args.max_batch_tokens,
+            max_active: args.max_active,
             max_wait: Duration::from_millis(args.max_wait_ms),
             queue: args.queue,
             max_tokens: args.max_tokens,
@@ -71,5 +105,14 @@ pub fn run(args: ServeArgs) -> Result<()> {
         } else {
             RequestLog::Stderr
         },
+        net: NetLimits {
+            header_timeout: Duration::from_millis(args.header_timeout_ms),
+            body_timeout: Duration::from_millis(args.body_timeout_ms),
+            write_timeout: Duration::from_millis(args.write_timeout_ms),
+            max_connections: args.max_connections,
+            shutdown_timeout: Duration::from_millis(args.shutdown_timeout_ms),
+        },
+        hosts: Hosts::for_addr(args.addr, &args.allow_hosts),
+        exit_when_worker_dies: true,
     })
 }
