@@ -259,11 +259,42 @@ pub fn train_tokenizer<S: AsRef<str> + Send>(
             Ok(r) => r.map_err(|e| tok_err(&what, e))?,
             Err(_) => return Err(tok_err(&what, "the unigram trainer failed on this text")),
         }
+        tok = without_learned_specials(tok)?;
     } else {
         tok.train(&mut trainer, texts)
             .map_err(|e| tok_err(&what, e))?;
     }
     TextTokenizer::from_tokenizer(tok, "the trained tokenizer")
+}
+
+/// A trained `unigram` tokenizer without the pieces it learned that are spelled like a special
+/// token (text holding `<pad>` makes the trainer add a second `<pad>` after the special one, whose
+/// id then is the name's). Unchanged when it learned none, as on text without those names.
+fn without_learned_specials(tok: Tokenizer) -> Result<Tokenizer> {
+    let ModelWrapper::Unigram(unigram) = tok.get_model() else {
+        return Ok(tok);
+    };
+    let n = SPECIAL_TOKENS.len();
+    let is_learned_special = |i: usize, piece: &str| i >= n && SPECIAL_TOKENS.contains(&piece);
+    if !unigram
+        .iter()
+        .enumerate()
+        .any(|(i, (piece, _))| is_learned_special(i, piece))
+    {
+        return Ok(tok);
+    }
+    let vocab: Vec<(String, f64)> = unigram
+        .iter()
+        .enumerate()
+        .filter(|(i, (piece, _))| !is_learned_special(*i, piece))
+        .map(|(_, entry)| entry.clone())
+        .collect();
+    let model = Unigram::from(vocab, Some(UNK as usize), unigram.byte_fallback())
+        .map_err(|e| tok_err("rebuilding the unigram model", e))?;
+    let mut fresh = Tokenizer::new(model);
+    spm_pipeline(&mut fresh, &[], true)?;
+    fresh.add_special_tokens(&special_added_tokens());
+    Ok(fresh)
 }
 
 /// The prefix of a vocabulary entry that this side's segmentation model does not have (a
@@ -273,9 +304,24 @@ pub fn train_tokenizer<S: AsRef<str> + Send>(
 pub const FOREIGN_PREFIX: char = ' ';
 
 /// A trained or imported tokenizer and the special ids its vocabulary reserves.
+///
+/// Text is always ordinary text: the names of the reserved tokens (`<pad>`, `<unk>`, `<bos>`,
+/// `<eos>`, Marian's `</s>`, a Marian target-language tag past the start of the text) written in
+/// the text never become their ids. They are segmented like any other characters (`<`, `eos`,
+/// `>` where the vocabulary has such pieces, `<unk>` for what it cannot cover), so such text can
+/// neither end nor pad a sequence. Encoding goes through [`TextTokenizer::encoder`], a copy of the
+/// tokenizer whose segmentation model has the reserved entries renamed out of reach of any text
+/// (same ids, same scores: text without those names segments exactly as before), with the
+/// extraction of special tokens from the text turned off.
 #[derive(Clone)]
 pub struct TextTokenizer {
     inner: Tokenizer,
+    /// `inner` as it encodes text: see the type's docs.
+    encoder: Tokenizer,
+    /// The ids that text never produces (sorted): the specials, the special added tokens and,
+    /// in a Marian vocabulary, the target-language tags. A language tag at the start of the text
+    /// is the exception (see [`TextTokenizer::try_encode`]).
+    reserved: Vec<u32>,
     specials: Specials,
     /// Whether the vocabulary has [`FOREIGN_PREFIX`] entries.
     has_foreign: bool,
@@ -326,6 +372,107 @@ fn specials_of(tok: &Tokenizer) -> std::result::Result<Specials, String> {
     }
 }
 
+/// The ids that text must never produce: `specials`, the special added tokens and, in a Marian
+/// vocabulary (`bos == pad`), the target-language tags; sorted.
+fn reserved_ids(tok: &Tokenizer, specials: Specials) -> Vec<u32> {
+    let mut ids = vec![specials.pad, specials.unk, specials.bos, specials.eos];
+    ids.extend(
+        tok.get_added_tokens_decoder()
+            .into_iter()
+            .filter(|(_, t)| t.special)
+            .map(|(id, _)| id),
+    );
+    if specials.bos == specials.pad {
+        ids.extend(
+            tok.get_vocab(false)
+                .into_iter()
+                .filter(|(t, _)| {
+                    crate::sentencepiece::is_language_tag(t.trim_start_matches(FOREIGN_PREFIX))
+                })
+                .map(|(_, id)| id),
+        );
+    }
+    ids.sort_unstable();
+    ids.dedup();
+    ids
+}
+
+/// `tok` as it encodes text: every entry of its segmentation model whose id is in `reserved`
+/// renamed so that no text matches it (a space in front and behind: pre-tokenized text has no
+/// plain space), a BPE merge that would build one of them dropped, and the special tokens in
+/// the text not extracted. Ids and scores are kept, so text without those names segments as
+/// with `tok`.
+fn text_encoder(tok: &Tokenizer, reserved: &[u32]) -> std::result::Result<Tokenizer, String> {
+    use tokenizers::Model;
+    let model = tok.get_model();
+    let renamed: std::collections::HashMap<String, String> = reserved
+        .iter()
+        .filter_map(|&id| model.id_to_token(id))
+        .filter(|name| !name.starts_with(FOREIGN_PREFIX))
+        .map(|name| {
+            let hidden = format!("{FOREIGN_PREFIX}{name}{FOREIGN_PREFIX}");
+            (name, hidden)
+        })
+        .collect();
+    let mut encoder = tok.clone();
+    encoder.set_encode_special_tokens(true);
+    if renamed.is_empty() {
+        return Ok(encoder);
+    }
+    let cannot = |e: &dyn std::fmt::Display| format!("cannot build the text encoder: {e}");
+    let mut json = serde_json::to_value(model).map_err(|e| cannot(&e))?;
+    let rename = |v: &mut serde_json::Value| {
+        if let Some(new) = v.as_str().and_then(|t| renamed.get(t)) {
+            *v = serde_json::Value::String(new.clone());
+        }
+    };
+    match json["type"].as_str() {
+        Some("WordLevel") | Some("BPE") => {
+            if let Some(vocab) = json["vocab"].as_object_mut() {
+                *vocab = std::mem::take(vocab)
+                    .into_iter()
+                    .map(|(t, id)| (renamed.get(&t).cloned().unwrap_or(t), id))
+                    .collect();
+            }
+            rename(&mut json["unk_token"]);
+            // A merge is `["a", "b"]` (or `"a b"` in older files); it builds `a` + `b` without the
+            // continuing-subword prefix.
+            let prefix = json["continuing_subword_prefix"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned();
+            if let Some(merges) = json["merges"].as_array_mut() {
+                merges.retain(|m| {
+                    let (a, b) = match m {
+                        serde_json::Value::Array(pair) => (
+                            pair.first().and_then(|v| v.as_str()).unwrap_or_default(),
+                            pair.get(1).and_then(|v| v.as_str()).unwrap_or_default(),
+                        ),
+                        serde_json::Value::String(s) => s.split_once(' ').unwrap_or((s, "")),
+                        _ => ("", ""),
+                    };
+                    let built = format!("{a}{}", b.strip_prefix(prefix.as_str()).unwrap_or(b));
+                    ![a, b, built.as_str()]
+                        .iter()
+                        .any(|t| renamed.contains_key(*t))
+                });
+            }
+        }
+        Some("Unigram") => {
+            if let Some(vocab) = json["vocab"].as_array_mut() {
+                for entry in vocab {
+                    rename(&mut entry[0]);
+                }
+            }
+        }
+        // Other models are not built by s2s; `segment` still maps a reserved id to unknown.
+        _ => return Ok(encoder),
+    }
+    let model: ModelWrapper = serde_json::from_value(json).map_err(|e| cannot(&e))?;
+    encoder.with_model(model);
+    Ok(encoder)
+}
+
 impl TextTokenizer {
     /// Loads a tokenizer saved in the HF JSON format and checks its special ids.
     pub fn from_file(path: impl AsRef<Path>) -> Result<Self> {
@@ -360,11 +507,30 @@ impl TextTokenizer {
             .get_vocab(false)
             .keys()
             .any(|t| t.starts_with(FOREIGN_PREFIX));
+        let reserved = reserved_ids(&inner, specials);
+        let encoder = text_encoder(&inner, &reserved).map_err(|message| DataError::Tokenizer {
+            what: what.to_owned(),
+            message,
+        })?;
         Ok(Self {
             inner,
+            encoder,
+            reserved,
             specials,
             has_foreign,
         })
+    }
+
+    /// The tokenizer that encodes text: `inner` with every reserved entry of its segmentation
+    /// model renamed so that no text matches it, and special tokens in the text left as text.
+    pub fn encoder(&self) -> &Tokenizer {
+        &self.encoder
+    }
+
+    /// Whether `id` is one that text never produces (see [`TextTokenizer`]): a special, a
+    /// special added token, or a Marian target-language tag.
+    pub fn is_reserved(&self, id: u32) -> bool {
+        self.reserved.binary_search(&id).is_ok()
     }
 
     /// The kind of tokenizer this is, by its model and pre-tokenizer; `None` for models s2s does
@@ -407,7 +573,8 @@ impl TextTokenizer {
 
     /// The tokens ids of `text` (no `<bos>`/`<eos>` added), or an error from the tokenizer. In a
     /// Marian vocabulary a leading target-language tag (`>>cmn_Hans<<`) becomes its own token,
-    /// as `MarianTokenizer` does.
+    /// as `MarianTokenizer` does. Everything else is ordinary text: the names of special tokens
+    /// in it never give their ids (see [`TextTokenizer`]).
     pub fn try_encode(&self, text: &str) -> Result<Vec<u32>> {
         if self.is_marian() {
             let (tag, rest) = crate::sentencepiece::split_language_tag(text);
@@ -421,25 +588,35 @@ impl TextTokenizer {
         self.segment(text)
     }
 
-    /// The ids of `text` segmented by the model.
+    /// The ids of `text` segmented by the model, as ordinary text; none for whitespace.
     fn segment(&self, text: &str) -> Result<Vec<u32>> {
+        if text.trim().is_empty() {
+            return Ok(Vec::new());
+        }
         let enc = self
-            .inner
+            .encoder
             .encode(text, false)
             .map_err(|e| tok_err("encoding", e))?;
-        if !self.has_foreign {
-            return Ok(enc.get_ids().to_vec());
-        }
         let unk = self.specials.unk;
         Ok(enc
             .get_ids()
             .iter()
             .zip(enc.get_tokens())
             .map(|(&id, piece)| {
-                if id != unk {
-                    return id;
+                if id == unk && self.has_foreign {
+                    // A piece this side's model left unknown may be a foreign entry, never a
+                    // reserved one (`</s>` typed as text).
+                    return self
+                        .entry_id(piece)
+                        .filter(|&id| !self.is_reserved(id))
+                        .unwrap_or(unk);
                 }
-                self.entry_id(piece).unwrap_or(unk)
+                // The encoder cannot produce a reserved id but the unknown one; should it,
+                // the piece is unknown rather than a control token.
+                if id != unk && self.is_reserved(id) {
+                    return unk;
+                }
+                id
             })
             .collect())
     }

@@ -156,8 +156,9 @@ pub fn numbered_path(path: &Path, index: usize, count: usize) -> PathBuf {
 }
 
 /// Writes the attention heatmap of the best hypothesis of every translation (see
-/// [`numbered_path`] for the file names) and returns the paths written. Fails if the model
-/// returned no attention; `arch` names the model in that message.
+/// [`numbered_path`] for the file names) and returns the paths written. A blank line (no source
+/// tokens but a target-language tag, translated without decoding) has none and is skipped.
+/// Fails if the model returned no attention; `arch` names the model in that message.
 pub fn write_attention_plots(
     path: &Path,
     translations: &[Translation],
@@ -166,6 +167,13 @@ pub fn write_attention_plots(
     let mut written = Vec::new();
     for (i, t) in translations.iter().enumerate() {
         let Some(best) = t.hyps.first() else { continue };
+        let blank = t
+            .src_tokens
+            .iter()
+            .all(|s| s2s_data::sentencepiece::is_language_tag(s));
+        if blank && best.attention.is_none() {
+            continue;
+        }
         let Some(att) = &best.attention else {
             bail!(
                 "the model ({arch}) returned no attention, so there is nothing to plot; \

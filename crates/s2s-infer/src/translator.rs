@@ -57,6 +57,8 @@ pub struct Translator {
     eos: String,
     /// The vocabulary's target-language tags, sorted (found once: a scan of the vocabulary).
     language_tags: Vec<String>,
+    /// Their source ids, sorted: a source of nothing else is blank (see [`Translator::search`]).
+    language_tag_ids: Vec<u32>,
 }
 
 impl Translator {
@@ -71,22 +73,27 @@ impl Translator {
             .tokens(&[loaded.src_tokenizer.specials().eos])
             .pop()
             .unwrap_or_default();
-        let mut language_tags: Vec<String> = loaded
+        let (mut language_tags, mut language_tag_ids): (Vec<String>, Vec<u32>) = loaded
             .src_tokenizer
             .inner()
             .get_vocab(false)
-            .into_keys()
-            .map(|t| {
-                t.trim_start_matches(s2s_data::tokenizer::FOREIGN_PREFIX)
-                    .to_owned()
+            .into_iter()
+            .map(|(t, id)| {
+                (
+                    t.trim_start_matches(s2s_data::tokenizer::FOREIGN_PREFIX)
+                        .to_owned(),
+                    id,
+                )
             })
-            .filter(|t| s2s_data::sentencepiece::is_language_tag(t))
-            .collect();
+            .filter(|(t, _)| s2s_data::sentencepiece::is_language_tag(t))
+            .unzip();
         language_tags.sort();
+        language_tag_ids.sort_unstable();
         Translator {
             loaded,
             eos,
             language_tags,
+            language_tag_ids,
         }
     }
 
@@ -150,7 +157,11 @@ impl Translator {
         Ok(texts.iter().map(|t| format!("{tag} {t}")).collect())
     }
 
-    /// Cleans and encodes a source sentence the way the training corpus was.
+    /// Cleans and encodes a source sentence the way the training corpus was. The text is
+    /// ordinary text: `<eos>`, `<pad>` and the like in it never become control tokens (see
+    /// [`s2s_data::TextTokenizer`]). Empty or whitespace-only text gives no ids (or only the
+    /// target-language tag put in front of it), a blank source that [`Translator::search`]
+    /// translates to the empty hypothesis.
     pub fn encode(&self, text: &str) -> Vec<u32> {
         let options = &self.loaded.data.options;
         let cleaned = s2s_data::clean_line(text, &options.clean, options.src_is_chinese);
@@ -167,8 +178,17 @@ impl Translator {
         self.loaded.tgt_tokenizer.decode(tokens)
     }
 
+    /// Whether `src` is blank: no ids, or only target-language tags (the encoding of an empty
+    /// or whitespace-only line). A blank source is not searched: its translation is
+    /// [`empty_hypothesis`].
+    pub fn is_blank(&self, src: &[u32]) -> bool {
+        src.iter()
+            .all(|id| self.language_tag_ids.binary_search(id).is_ok())
+    }
+
     /// Searches every encoded source, `batch_size` sentences at a time; returns each sentence's
-    /// n-best, best first.
+    /// n-best, best first. A blank source (see [`Translator::is_blank`]) is not given to the
+    /// model: its n-best is the one [`empty_hypothesis`].
     pub fn search(
         &self,
         sources: &[Vec<u32>],
@@ -176,14 +196,41 @@ impl Translator {
         batch_size: usize,
     ) -> Result<Vec<Vec<Hypothesis>>, InferError> {
         let l = &self.loaded;
-        Ok(s2s_models::decoder::translate_all(
-            &l.model,
-            &l.device,
-            l.run.tgt_vocab,
-            sources,
-            cfg,
-            batch_size,
-        )?)
+        let (blank, to_search): (Vec<usize>, Vec<usize>) =
+            (0..sources.len()).partition(|&i| self.is_blank(&sources[i]));
+        if blank.is_empty() {
+            return Ok(s2s_models::decoder::translate_all(
+                &l.model,
+                &l.device,
+                l.run.tgt_vocab,
+                sources,
+                cfg,
+                batch_size,
+            )?);
+        }
+        // The same checks as a search, so that a bad configuration fails whatever the input.
+        cfg.validate(l.run.tgt_vocab)?;
+        let searched: Vec<Vec<u32>> = to_search.iter().map(|&i| sources[i].clone()).collect();
+        let found = if searched.is_empty() {
+            Vec::new()
+        } else {
+            s2s_models::decoder::translate_all(
+                &l.model,
+                &l.device,
+                l.run.tgt_vocab,
+                &searched,
+                cfg,
+                batch_size,
+            )?
+        };
+        let mut out = vec![Vec::new(); sources.len()];
+        for (i, hyps) in to_search.into_iter().zip(found) {
+            out[i] = hyps;
+        }
+        for i in blank {
+            out[i] = vec![empty_hypothesis()];
+        }
+        Ok(out)
     }
 
     /// Translates every text: [`Translator::encode`], [`Translator::search`], then
@@ -249,6 +296,19 @@ impl Translator {
             src_tokens,
             hyps,
         }
+    }
+}
+
+/// The translation of a blank source (an empty or whitespace-only line): no tokens, score and
+/// log-probability 0 (the empty output is certain), the `<eos>` step's log-probability 0, and no
+/// attention (nothing was decoded, so none is returned even when asked for).
+pub fn empty_hypothesis() -> Hypothesis {
+    Hypothesis {
+        tokens: Vec::new(),
+        score: 0.0,
+        logprob: 0.0,
+        token_logprobs: vec![0.0],
+        attention: None,
     }
 }
 
