@@ -187,6 +187,27 @@ fn train_out_on_an_existing_model_needs_resume_or_force() {
 }
 
 #[test]
+fn quickstart_out_on_an_existing_model_refuses_without_force() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (_, _, out) = trained_6(tmp.path());
+    let mut quickstart = s2s();
+    quickstart
+        .args(["quickstart", "--minutes", "0.1", "--out"])
+        .arg(&out);
+    fails_cleanly(
+        quickstart,
+        &out,
+        &[
+            &out.display().to_string(),
+            "already holds a model",
+            "--force",
+            "another --out",
+        ],
+    );
+    assert!(!out.join("corpus").exists() && !out.join("data").exists());
+}
+
+#[test]
 fn diverging_training_stops_keeps_the_last_good_checkpoint_and_exits_non_zero() {
     let tmp = tempfile::tempdir().unwrap();
     let (data, _, out) = trained_6(tmp.path());

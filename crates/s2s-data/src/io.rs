@@ -69,10 +69,7 @@ pub fn atomic_write(path: impl AsRef<Path>, bytes: &[u8]) -> io::Result<()> {
     };
     let (tmp, mut file) = loop {
         let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-        let mut tmp_name = std::ffi::OsString::from(".");
-        tmp_name.push(name);
-        tmp_name.push(format!(".tmp.{}.{n}", std::process::id()));
-        let tmp = dir.join(tmp_name);
+        let tmp = dir.join(temp_name(name, std::process::id(), n));
         match OpenOptions::new().write(true).create_new(true).open(&tmp) {
             Ok(f) => break (tmp, f),
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
@@ -98,6 +95,61 @@ pub fn atomic_write(path: impl AsRef<Path>, bytes: &[u8]) -> io::Result<()> {
         let _ = fs::remove_file(&tmp);
     }
     result
+}
+
+/// The name of [`atomic_write`]'s temporary file for `name`, written by process `pid`:
+/// `.NAME.tmp.PID.N`. [`atomic_temp_pid`] recognises these names.
+fn temp_name(name: &std::ffi::OsStr, pid: u32, n: u64) -> std::ffi::OsString {
+    let mut tmp = std::ffi::OsString::from(".");
+    tmp.push(name);
+    tmp.push(format!(".tmp.{pid}.{n}"));
+    tmp
+}
+
+/// The id of the process that wrote `name`, when `name` is one of [`atomic_write`]'s temporary
+/// files (`.NAME.tmp.PID.N`, both numbers decimal); `None` for any other name.
+pub fn atomic_temp_pid(name: &std::ffi::OsStr) -> Option<u32> {
+    let name = name.to_str()?;
+    let rest = name.strip_prefix('.')?;
+    let (rest, n) = rest.rsplit_once('.')?;
+    let (rest, pid) = rest.rsplit_once('.')?;
+    let target = rest.strip_suffix(".tmp")?;
+    let decimal = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    if target.is_empty() || !decimal(n) || !decimal(pid) {
+        return None;
+    }
+    pid.parse().ok()
+}
+
+/// Removes the temporary files that [`atomic_write`] left in `dir` (not in its subfolders) when
+/// a process was killed mid-write: only names of its pattern ([`atomic_temp_pid`]) and only those
+/// of processes that no longer run (`is_running(pid)` says whether one does; the caller knows how
+/// to ask the OS). Returns the paths removed; a missing `dir` has none.
+pub fn sweep_temporaries(dir: &Path, is_running: impl Fn(u32) -> bool) -> io::Result<Vec<PathBuf>> {
+    let entries = match fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e),
+    };
+    let mut removed = Vec::new();
+    for entry in entries {
+        let entry = entry?;
+        let Some(pid) = atomic_temp_pid(&entry.file_name()) else {
+            continue;
+        };
+        if !entry.file_type()?.is_file() || is_running(pid) {
+            continue;
+        }
+        let path = entry.path();
+        match fs::remove_file(&path) {
+            Ok(()) => removed.push(path),
+            // Gone already (its writer finished after all): nothing to sweep.
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
+        }
+    }
+    removed.sort();
+    Ok(removed)
 }
 
 #[cfg(unix)]
@@ -228,6 +280,51 @@ mod tests {
             .collect();
         assert_eq!(names, vec![std::ffi::OsString::from("f.txt")]);
         assert!(atomic_write(d.path().join("missing/f.txt"), b"x").is_err());
+    }
+
+    #[test]
+    fn temporaries_of_dead_writers_are_swept_and_nothing_else() {
+        let d = tempfile::tempdir().unwrap();
+        let ours = std::process::id();
+        let dead = temp_name("metrics.jsonl".as_ref(), 4_000_000_000, 7);
+        assert_eq!(atomic_temp_pid(&dead), Some(4_000_000_000));
+        let live = temp_name("model.safetensors".as_ref(), ours, 0);
+        let kept = [
+            "metrics.jsonl",
+            ".metrics.jsonl.tmp",
+            ".metrics.jsonl.tmp.12",
+            ".metrics.jsonl.tmp.x.1",
+            ".metrics.jsonl.tmp.12.",
+            "metrics.jsonl.tmp.12.3",
+            "..tmp.12.3",
+            "notes.tmp.12.3",
+        ];
+        for name in kept
+            .iter()
+            .map(std::ffi::OsString::from)
+            .chain([dead.clone(), live.clone()])
+        {
+            fs::write(d.path().join(&name), b"x").unwrap();
+        }
+        // A folder of the pattern is not one of atomic_write's files.
+        fs::create_dir(d.path().join(temp_name("sub".as_ref(), 4_000_000_001, 0))).unwrap();
+        let removed = sweep_temporaries(d.path(), |pid| pid == ours).unwrap();
+        assert_eq!(removed, vec![d.path().join(&dead)]);
+        assert!(!d.path().join(&dead).exists());
+        assert!(
+            d.path().join(&live).exists(),
+            "a running writer's file stays"
+        );
+        for name in kept {
+            assert!(d.path().join(name).exists(), "{name} was removed");
+            assert_eq!(atomic_temp_pid(name.as_ref()), None, "{name}");
+        }
+        assert_eq!(fs::read_dir(d.path()).unwrap().count(), kept.len() + 2);
+        assert!(
+            sweep_temporaries(&d.path().join("missing"), |_| false)
+                .unwrap()
+                .is_empty()
+        );
     }
 
     #[test]

@@ -7,7 +7,7 @@
 //! tokenizer.tgt.json
 //! model.safetensors    best weights
 //! model.int8.safetensors  an int8 model's weights (`s2s quantize`), instead of model.safetensors
-//! metrics.jsonl        one line per validation
+//! metrics.jsonl        one line per validation (numbers that are not finite are null)
 //! model.json           {"arch": ..., "parameters": N}: the model's size, for reports
 //! checkpoint/          last state, enough to resume exactly (s2s-train's)
 //! .lock                held while a process writes the directory (see [`lock`])
@@ -15,8 +15,10 @@
 //! target.spm           tokenizers were converted from (for `s2s export`)
 //! ```
 //!
-//! Every file is written atomically (a temporary file renamed over the old one), so a reader
-//! sees the old file or the new one, never half of one.
+//! Every file is written atomically (a temporary file `.NAME.tmp.PID.N` renamed over the old
+//! one), so a reader sees the old file or the new one, never half of one. A kill can leave such a
+//! temporary behind; `s2s train` and `s2s quickstart` remove those of dead processes when they
+//! start.
 
 use crate::{InferError, RunConfig};
 use burn::tensor::Device;
@@ -213,14 +215,18 @@ pub fn float_weights(dir: &Path, what: &str) -> Result<std::path::PathBuf, Infer
 }
 
 /// Runs `fill` on a fresh staging folder beside `out`, then puts it in `out`'s place, so a
-/// failure leaves nothing half-written. `out` must be absent or empty unless `force`.
+/// failure leaves nothing half-written. `out` must be absent or empty (a lock file aside) unless
+/// `force`; an existing `out` is [`lock`]ed first, so a directory that a trainer (or another
+/// import) is writing is refused, not replaced under it.
 pub fn write_staged<E: From<InferError>>(
     out: &Path,
     force: bool,
     fill: impl FnOnce(&Path) -> Result<(), E>,
 ) -> Result<(), E> {
-    if let Ok(mut entries) = std::fs::read_dir(out)
-        && entries.next().is_some()
+    if let Ok(entries) = std::fs::read_dir(out)
+        && entries
+            .flatten()
+            .any(|e| e.file_name() != std::ffi::OsStr::new(LOCK))
         && !force
     {
         return Err(InferError::Config(format!(
@@ -229,6 +235,8 @@ pub fn write_staged<E: From<InferError>>(
         ))
         .into());
     }
+    // Held until `out` is replaced: the lock file goes with the old directory.
+    let _lock = if out.is_dir() { Some(lock(out)?) } else { None };
     let name = out
         .file_name()
         .ok_or_else(|| InferError::Config(format!("--out {} names no folder", out.display())))?;
@@ -247,7 +255,8 @@ pub fn write_staged<E: From<InferError>>(
     std::fs::rename(&staging, out).map_err(|e| InferError::io(out, e).into())
 }
 
-/// Exclusive use of a MODEL_DIR by one writer (`s2s train`, `s2s average`), released when
+/// Exclusive use of a MODEL_DIR by one writer (`s2s train`, `s2s average`, and `s2s import`,
+/// `s2s export` and `s2s quantize` replacing an existing directory), released when
 /// dropped or when the process ends, however it ends (an OS file lock on `MODEL_DIR/.lock`, not
 /// the file's existence, so a killed trainer never locks the directory out).
 #[derive(Debug)]
@@ -345,6 +354,34 @@ mod tests {
         }
         let e = read_edited(&run, |t| t + "\nbogus = 1\n").unwrap_err();
         assert!(e.contains("bogus"), "{e}");
+    }
+
+    #[test]
+    fn a_locked_directory_is_not_replaced() {
+        let root = tempfile::tempdir().unwrap();
+        let out = root.path().join("model");
+        std::fs::create_dir(&out).unwrap();
+        std::fs::write(out.join(CONFIG), "the trainer's").unwrap();
+        let held = lock(&out).unwrap();
+        let fill = |dir: &Path| {
+            std::fs::write(dir.join(CONFIG), "new").map_err(|e| InferError::io(dir, e))
+        };
+        let e = write_staged(&out, true, fill).unwrap_err().to_string();
+        assert!(e.contains("in use by another s2s process"), "{e}");
+        assert_eq!(
+            std::fs::read_to_string(out.join(CONFIG)).unwrap(),
+            "the trainer's"
+        );
+        assert!(!root.path().join(".model.partial").exists());
+        drop(held);
+        write_staged(&out, true, fill).unwrap();
+        assert_eq!(std::fs::read_to_string(out.join(CONFIG)).unwrap(), "new");
+        // A directory holding only a lock file is empty: no --force needed.
+        let empty = root.path().join("empty");
+        std::fs::create_dir(&empty).unwrap();
+        drop(lock(&empty).unwrap());
+        write_staged(&empty, false, fill).unwrap();
+        assert!(empty.join(CONFIG).exists());
     }
 
     #[test]

@@ -115,7 +115,8 @@ pub fn grad_norm(model: &Seq2SeqModel, grads: &GradientsParams) -> f64 {
         .map_or(0.0, |s| (s.into_scalar::<f32>() as f64).sqrt())
 }
 
-/// Loss and greedy BLEU on the validation split, with the model in inference mode.
+/// Loss and greedy BLEU on the validation split, with the model in inference mode; both NaN (no
+/// value, `null` in metrics.jsonl) when there is no validation split.
 fn validate(
     model: &Seq2SeqModel,
     device: &Device,
@@ -123,7 +124,7 @@ fn validate(
     corpus: &Corpus,
 ) -> Result<(f64, f64), TrainError> {
     let Some(valid) = corpus.valid else {
-        return Ok((f64::NAN, 0.0));
+        return Ok((f64::NAN, f64::NAN));
     };
     let cfg = &run.train;
     let bcfg = BatchConfig {
@@ -267,7 +268,12 @@ impl<'a> Trainer<'a> {
             model: Some(model),
             optim: make_optimizer(cfg),
             st: TrainerState::default(),
-            records: metrics::read(&model_dir.join(METRICS))?,
+            // A fresh run (--force included) never reads the old run's file: it starts afresh.
+            records: if opts.resume {
+                metrics::read(&model_dir.join(METRICS))?
+            } else {
+                Vec::new()
+            },
             lengths: corpus.train.lengths(),
             bar,
             elapsed_before: 0.0,
@@ -277,7 +283,6 @@ impl<'a> Trainer<'a> {
         if opts.resume {
             trainer.restore()?;
         } else {
-            trainer.records.clear();
             metrics::write(&model_dir.join(METRICS), &trainer.records)?;
         }
         trainer.elapsed_before = trainer.st.elapsed_sec;
@@ -531,17 +536,21 @@ impl<'a> Trainer<'a> {
             lr: learning_rate(cfg, st.step.max(1)),
             teacher_forcing: teacher_forcing_ratio(cfg, st.step),
         };
+        let valid = if corpus.valid.is_some() {
+            format!(
+                "valid loss {:.3}, ppl {:.2}, BLEU {:.2}",
+                record.valid_loss, record.valid_ppl, record.valid_bleu
+            )
+        } else {
+            "no validation split".to_owned()
+        };
         // `suspend` prints even when the bar is hidden (stderr is not a terminal).
-        bar.suspend(|| eprintln!(
-            "step {} epoch {}: train loss {:.3}, valid loss {:.3}, ppl {:.2}, BLEU {:.2}, {:.0} tok/s",
-            record.step,
-            record.epoch,
-            record.train_loss,
-            record.valid_loss,
-            record.valid_ppl,
-            record.valid_bleu,
-            record.tokens_per_sec
-        ));
+        bar.suspend(|| {
+            eprintln!(
+                "step {} epoch {}: train loss {:.3}, {valid}, {:.0} tok/s",
+                record.step, record.epoch, record.train_loss, record.tokens_per_sec
+            )
+        });
         if corpus.valid.is_some() && !valid_loss.is_finite() {
             // Weights that give a non-finite validation loss are never saved, neither as the best
             // model nor in a checkpoint.

@@ -1,4 +1,4 @@
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 use s2s_data::{CorpusSource, PrepareConfig};
 use std::path::PathBuf;
 
@@ -52,6 +52,9 @@ pub struct QuickstartArgs {
     /// Where to write the corpus, data directory and model.
     #[arg(long, default_value = "runs/quickstart")]
     pub out: PathBuf,
+    /// Replace a model already in --out (without it, an existing model is never touched).
+    #[arg(long)]
+    pub force: bool,
     #[arg(long, default_value = "cpu")]
     pub device: String,
 }
@@ -59,9 +62,21 @@ pub struct QuickstartArgs {
 pub fn run(args: QuickstartArgs) -> Result<()> {
     let started = std::time::Instant::now();
     let out = &args.out;
+    std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
+    // Held until training ends, so no other s2s process writes here meanwhile.
+    let lock = s2s_infer::model_dir::lock(out)?;
+    if out.join(s2s_infer::model_dir::CONFIG).exists() && !args.force {
+        bail!(
+            "{} already holds a model; pass --force to replace it, or choose another --out",
+            out.display()
+        );
+    }
     let corpus_dir = out.join("corpus");
     std::fs::create_dir_all(&corpus_dir)
         .with_context(|| format!("cannot create {}", corpus_dir.display()))?;
+    for dir in [out.as_path(), &corpus_dir, &out.join("data")] {
+        super::train::sweep_temporaries(dir)?;
+    }
     for (name, bytes) in CORPUS {
         s2s_data::atomic_write(corpus_dir.join(name), bytes)?;
     }
@@ -103,24 +118,27 @@ pub fn run(args: QuickstartArgs) -> Result<()> {
         "[2/3] training for {train_minutes:.1} minutes into {}",
         model_dir.display()
     );
-    super::train::run(super::train::TrainArgs {
-        data: data_dir.clone(),
-        arch: None,
-        config: Some(config_path),
-        out: model_dir.clone(),
-        max_epochs: Some(1000),
-        max_steps: None,
-        max_minutes: Some(train_minutes),
-        seed: None,
-        keep_last: None,
-        save_every: None,
-        resume: false,
-        init: None,
-        force: true,
-        device: args.device.clone(),
-        devices: None,
-        quiet: false,
-    })?;
+    super::train::run_holding(
+        super::train::TrainArgs {
+            data: data_dir.clone(),
+            arch: None,
+            config: Some(config_path),
+            out: model_dir.clone(),
+            max_epochs: Some(1000),
+            max_steps: None,
+            max_minutes: Some(train_minutes),
+            seed: None,
+            keep_last: None,
+            save_every: None,
+            resume: false,
+            init: None,
+            force: args.force,
+            device: args.device.clone(),
+            devices: None,
+            quiet: false,
+        },
+        Some(lock),
+    )?;
 
     eprintln!("[3/3] translating the test set");
     let device = s2s_models::backend::parse_device(&args.device).map_err(anyhow::Error::msg)?;

@@ -87,6 +87,53 @@ fn resume_command(args: &TrainArgs) -> String {
 }
 
 pub fn run(args: TrainArgs) -> Result<()> {
+    run_holding(args, None)
+}
+
+/// Whether process `pid` still runs (or may: a pid we may not signal belongs to a live process).
+fn process_running(pid: u32) -> bool {
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return false;
+    };
+    if pid <= 0 {
+        return false;
+    }
+    // SAFETY: kill(2) with signal 0 sends nothing; it only checks that the process exists.
+    let signalled = unsafe { libc::kill(pid, 0) } == 0;
+    signalled || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
+/// Removes the temporary files that killed s2s processes left in `dir` (atomic writes cut short;
+/// never any other file, nor one a running process is still writing), saying so on stderr.
+pub fn sweep_temporaries(dir: &Path) -> Result<()> {
+    let removed = s2s_data::io::sweep_temporaries(dir, process_running)
+        .with_context(|| format!("cannot sweep stale temporary files in {}", dir.display()))?;
+    for path in removed {
+        eprintln!(
+            "removed {}: a temporary file left by an s2s process that was killed",
+            path.display()
+        );
+    }
+    Ok(())
+}
+
+/// `out`'s lock, taken now unless the caller `held` it already, then its stale temporary files
+/// swept (no other s2s process writes `out` while the lock is held).
+fn lock_and_sweep(
+    out: &Path,
+    held: Option<model_dir::ModelDirLock>,
+) -> Result<model_dir::ModelDirLock> {
+    let lock = match held {
+        Some(lock) => lock,
+        None => model_dir::lock(out)?,
+    };
+    sweep_temporaries(out)?;
+    Ok(lock)
+}
+
+/// [`run`] for a caller that holds `args.out`'s lock already (`s2s quickstart`, which writes its
+/// corpus there first).
+pub fn run_holding(args: TrainArgs, held: Option<model_dir::ModelDirLock>) -> Result<()> {
     let devices = match &args.devices {
         Some(list) => s2s_models::backend::parse_devices(list),
         None => s2s_models::backend::parse_device(&args.device).map(|d| vec![d]),
@@ -104,7 +151,7 @@ pub fn run(args: TrainArgs) -> Result<()> {
             );
         }
         let mut run = model_dir::read_run_config(out)?;
-        _lock = model_dir::lock(out)?;
+        _lock = lock_and_sweep(out, held)?;
         // Limits may be raised when resuming; nothing else changes.
         apply_limits(&mut run, &args);
         run
@@ -161,7 +208,7 @@ pub fn run(args: TrainArgs) -> Result<()> {
             )
         })?;
         std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
-        _lock = model_dir::lock(out)?;
+        _lock = lock_and_sweep(out, held)?;
         if args.force {
             // The old run's checkpoints must not be resumed with the new config.
             for name in [
@@ -242,15 +289,18 @@ pub fn run(args: TrainArgs) -> Result<()> {
         },
     )?;
     if let Some(m) = &outcome.last {
-        println!(
-            "step {} epoch {}: valid loss {:.3}, ppl {:.2}, BLEU {:.2} ({} min)",
-            m.step,
-            m.epoch,
-            m.valid_loss,
-            m.valid_ppl,
-            m.valid_bleu,
-            (outcome.state.elapsed_sec / 60.0 * 10.0).round() / 10.0
-        );
+        let minutes = (outcome.state.elapsed_sec / 60.0 * 10.0).round() / 10.0;
+        if corpus.valid.is_some() {
+            println!(
+                "step {} epoch {}: valid loss {:.3}, ppl {:.2}, BLEU {:.2} ({minutes} min)",
+                m.step, m.epoch, m.valid_loss, m.valid_ppl, m.valid_bleu
+            );
+        } else {
+            println!(
+                "step {} epoch {}: train loss {:.3}, no validation split ({minutes} min)",
+                m.step, m.epoch, m.train_loss
+            );
+        }
     }
     match outcome.reason {
         StopReason::Interrupted => {

@@ -37,21 +37,32 @@ fn write_pairs(dir: &Path, name: &str, n: usize, seed: u64) {
 /// Prepares a 300-pair reversal corpus into `root/data` with `s2s prepare`, and writes
 /// `root/tiny.toml`: rnnsearch-tiny, small batches, validation (and a checkpoint) every 3 steps.
 pub fn setup(root: &Path) -> (PathBuf, PathBuf) {
+    setup_with(root, true)
+}
+
+/// [`setup`], with a 20-pair validation split or (`valid` false) none: the run still records a
+/// validation point (and checkpoints) every 3 steps, with no validation loss or BLEU.
+pub fn setup_with(root: &Path, valid: bool) -> (PathBuf, PathBuf) {
     let raw = root.join("raw");
     std::fs::create_dir_all(&raw).unwrap();
     write_pairs(&raw, "train", 300, 1);
-    write_pairs(&raw, "valid", 20, 2);
     let data = root.join("data");
-    let out = s2s()
+    let mut prepare = s2s();
+    prepare
         .arg("prepare")
         .arg("--train-src")
         .arg(raw.join("train.src"))
         .arg("--train-tgt")
-        .arg(raw.join("train.tgt"))
-        .arg("--valid-src")
-        .arg(raw.join("valid.src"))
-        .arg("--valid-tgt")
-        .arg(raw.join("valid.tgt"))
+        .arg(raw.join("train.tgt"));
+    if valid {
+        write_pairs(&raw, "valid", 20, 2);
+        prepare
+            .arg("--valid-src")
+            .arg(raw.join("valid.src"))
+            .arg("--valid-tgt")
+            .arg(raw.join("valid.tgt"));
+    }
+    let out = prepare
         .arg("--tokenizer")
         .arg("word")
         .arg("--out")
