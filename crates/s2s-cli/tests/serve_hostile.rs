@@ -6,22 +6,20 @@ mod common;
 mod serving;
 
 use serde_json::{Value, json};
-use serving::{config, get, post_bytes, raw_request, start, translate};
+use serving::{config, get, post_bytes, raw_request, start, translate, wait_for_stats};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
-/// Polls `GET /health` until the worker's counters satisfy `ok`.
-fn wait_for_stats(addr: SocketAddr, what: &str, ok: impl Fn(&Value) -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let stats = get(addr, "/health").json()["stats"].clone();
-        if ok(&stats) {
-            return;
-        }
-        assert!(Instant::now() < deadline, "waited 60 s for {what}: {stats}");
-        std::thread::sleep(Duration::from_millis(2));
-    }
+/// A connection that has sent a request's head and 1 of its 100 body bytes, and then waits.
+fn send_half_a_body(addr: SocketAddr) -> TcpStream {
+    let mut s = TcpStream::connect(addr).unwrap();
+    let head = format!(
+        "POST /v1/translate HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+         Content-Length: 100\r\n\r\n{{"
+    );
+    s.write_all(head.as_bytes()).unwrap();
+    s
 }
 
 /// Whether the server closed `s`: a read returns end of file (or a reset) within 30 s.
@@ -290,16 +288,7 @@ fn shutdown_drops_a_stuck_client_after_its_deadline() {
     cfg.net.body_timeout = Duration::from_secs(600);
     let mut server = start(cfg);
     let addr = server.addr();
-    let mut stuck = TcpStream::connect(addr).unwrap();
-    stuck
-        .write_all(
-            format!(
-                "POST /v1/translate HTTP/1.1\r\nHost: {addr}\r\n\
-                 Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{{"
-            )
-            .as_bytes(),
-        )
-        .unwrap();
+    let stuck = send_half_a_body(addr);
     // Let the server read the head, so the request is in flight.
     std::thread::sleep(Duration::from_millis(100));
     server.begin_shutdown();
@@ -335,16 +324,7 @@ fn a_second_sigint_stops_the_server_at_once() {
         .and_then(|a| a.split('/').next())
         .and_then(|a| a.parse().ok())
         .unwrap_or_else(|| panic!("no address in {line:?}"));
-    let mut stuck = TcpStream::connect(addr).unwrap();
-    stuck
-        .write_all(
-            format!(
-                "POST /v1/translate HTTP/1.1\r\nHost: {addr}\r\n\
-                 Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{{"
-            )
-            .as_bytes(),
-        )
-        .unwrap();
+    let stuck = send_half_a_body(addr);
     std::thread::sleep(Duration::from_millis(200));
     p.signal(libc::SIGINT);
     p.wait_for_line("s2s serve: shutting down");
@@ -401,4 +381,28 @@ fn metrics_count_requests_by_route_and_status() {
     assert_eq!(value("s2s_batch_sentences_sum"), 2.0);
     assert_eq!(value("s2s_queue_wait_seconds_count"), 1.0);
     assert_eq!(value("s2s_queue_depth"), 0.0);
+}
+
+#[test]
+fn attention_that_could_outgrow_the_cap_is_refused_before_decoding() {
+    let mut cfg = config();
+    // One sentence of 3 tokens, nbest 2: 2 * 3 * (max_len(3) + 1) = 2 * 3 * 17 = 102 weights.
+    cfg.engine.max_attention_cells = 101;
+    let server = start(cfg);
+    let addr = server.addr();
+    let ask = |attention: bool| {
+        translate(
+            addr,
+            &json!({ "text": "1 2 3", "beam": 2, "nbest": 2, "attention": attention }),
+        )
+    };
+    let r = ask(true);
+    assert_eq!(r.status, 422, "{}", r.body);
+    assert!(r.error().contains("102 weights"), "{}", r.body);
+    assert_eq!(ask(false).status, 200);
+    let stats = get(addr, "/health").json()["stats"].clone();
+    assert_eq!(
+        stats["requests"], 1,
+        "the refused one was not decoded: {stats}"
+    );
 }

@@ -250,20 +250,6 @@ fn limits_413_and_422() {
     assert!(r.error().contains("5 sentences"));
 }
 
-/// Polls `GET /health` until the worker's counters satisfy `ok`; no fixed sleeps, so a fast or
-/// a slow machine sees the same sequence of states.
-fn wait_for_stats(addr: std::net::SocketAddr, what: &str, ok: impl Fn(&Value) -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let stats = get(addr, "/health").json()["stats"].clone();
-        if ok(&stats) {
-            return;
-        }
-        assert!(Instant::now() < deadline, "waited 60 s for {what}: {stats}");
-        std::thread::sleep(Duration::from_millis(1));
-    }
-}
-
 #[test]
 fn full_queue_gets_503() {
     let mut cfg = config();

@@ -44,6 +44,10 @@ pub struct EngineConfig {
     pub max_batch_tokens: usize,
     /// Requests decoded in rotation at once; more wait in the queue.
     pub max_active: usize,
+    /// Most attention weights a request asking for attention may get back: the sum over its
+    /// sentences of `nbest * source tokens * (longest output + 1)`, known before decoding
+    /// (422 above). Bounds the reply (about 10 bytes of JSON per weight).
+    pub max_attention_cells: usize,
     /// Longest time the first job of a batch waits for company.
     pub max_wait: Duration,
     /// Requests that may wait in the queue; more get 503.
@@ -56,8 +60,9 @@ impl Default for EngineConfig {
     fn default() -> Self {
         EngineConfig {
             max_batch: 32,
-            max_batch_tokens: 4096,
+            max_batch_tokens: 16384,
             max_active: 16,
+            max_attention_cells: 2_000_000,
             max_wait: Duration::from_millis(5),
             queue: 256,
             max_tokens: 200,
@@ -444,6 +449,25 @@ fn admit(
             ),
         )));
         return;
+    }
+    if job.opts.attention {
+        let search = job.opts.to_config(translator.specials());
+        let cells: usize = sources
+            .iter()
+            .map(|s| search.nbest * s.len() * (search.max_len_for(s.len()) + 1))
+            .sum();
+        if cells > cfg.max_attention_cells {
+            let _ = job.reply.send(Err(ApiError::new(
+                422,
+                format!(
+                    "the attention of this request could reach {cells} weights; the limit is {} \
+                     (--max-attention-cells): send fewer or shorter sentences, a smaller nbest, \
+                     or no attention",
+                    cfg.max_attention_cells
+                ),
+            )));
+            return;
+        }
     }
     stats.requests.fetch_add(1, Ordering::Relaxed);
     active.push_back(Active {

@@ -21,8 +21,8 @@
 //! Every error is `{"error": "..."}`: 400 malformed JSON, wrong types, unknown fields or options
 //! out of range; 403 a `Host` or `Origin` naming another host (`--allow-host`); 408 a body that
 //! did not arrive within `--body-timeout-ms`; 413 body over `--max-body-bytes`; 415 a body not
-//! sent as `Content-Type: application/json`; 422 a sentence over `--max-tokens` or more than
-//! `--max-sentences` sentences; 503 the queue is full (`--queue`) or the worker has stopped, with
+//! sent as `Content-Type: application/json`; 422 a sentence over `--max-tokens`, more than
+//! `--max-sentences` sentences, or attention that could outgrow `--max-attention-cells`; 503 the queue is full (`--queue`) or the worker has stopped, with
 //! `Retry-After`; 504 no result within `--timeout-ms` (its search then stops at the next step).
 //! Every response carries `X-Content-Type-Options: nosniff`; the page a Content-Security-Policy.
 

@@ -159,6 +159,7 @@ struct AppState {
     timeout: Duration,
     body_timeout: Duration,
     hosts: Arc<Hosts>,
+    engine_cfg: Arc<EngineConfig>,
 }
 
 /// The number of sentences a response answered, for the request log.
@@ -293,6 +294,11 @@ async fn health(State(s): State<AppState>) -> Response {
             "max_sentences": l.max_sentences,
             "max_beam": l.max_beam,
             "timeout_ms": s.timeout.as_millis() as u64,
+            "max_batch": s.engine_cfg.max_batch,
+            "max_batch_tokens": s.engine_cfg.max_batch_tokens,
+            "max_active": s.engine_cfg.max_active,
+            "max_attention_cells": s.engine_cfg.max_attention_cells,
+            "queue": s.engine_cfg.queue,
         },
     }));
     (status, body).into_response()
@@ -419,6 +425,7 @@ pub async fn serve_on(
         timeout: cfg.timeout,
         body_timeout: cfg.net.body_timeout,
         hosts: Arc::new(cfg.hosts.clone()),
+        engine_cfg: Arc::new(cfg.engine_config()),
     };
     let app = router(state, cfg.log.clone());
     let watch = cfg.exit_when_worker_dies;

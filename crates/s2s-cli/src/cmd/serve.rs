@@ -38,12 +38,16 @@ pub struct ServeArgs {
     pub max_batch: usize,
     /// Most work in one batched search: the sum of (source tokens + 1) x beam over its
     /// sentences. Bounds how long one batch keeps other requests waiting.
-    #[arg(long, default_value_t = 4096)]
+    #[arg(long, default_value_t = 16384)]
     pub max_batch_tokens: usize,
     /// Requests decoded in rotation at once (a large one is cut into batches between which
     /// the others get their turn); more wait in the queue.
     #[arg(long, default_value_t = 16)]
     pub max_active: usize,
+    /// Most attention weights one request may ask for: the sum over its sentences of nbest x
+    /// source tokens x (longest output + 1), known before decoding (422 above).
+    #[arg(long, default_value_t = 2_000_000)]
+    pub max_attention_cells: usize,
     /// Longest wait, in ms, for concurrent requests to join a batch.
     #[arg(long, default_value_t = 5)]
     pub max_wait_ms: u64,
@@ -95,6 +99,7 @@ pub fn run(args: ServeArgs) -> Result<()> {
             max_batch: args.max_batch,
             max_batch_tokens: args.max_batch_tokens,
             max_active: args.max_active,
+            max_attention_cells: args.max_attention_cells,
             max_wait: Duration::from_millis(args.max_wait_ms),
             queue: args.queue,
             max_tokens: args.max_tokens,

@@ -243,3 +243,20 @@ pub fn post(addr: SocketAddr, path: &str, body: &str) -> Resp {
 pub fn translate(addr: SocketAddr, req: &serde_json::Value) -> Resp {
     post(addr, "/v1/translate", &req.to_string())
 }
+
+/// Polls `GET /health` until the worker's counters satisfy `ok`; no fixed sleeps, so a fast or
+/// a slow machine sees the same sequence of states.
+pub fn wait_for_stats(addr: SocketAddr, what: &str, ok: impl Fn(&serde_json::Value) -> bool) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let stats = get(addr, "/health").json()["stats"].clone();
+        if ok(&stats) {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "waited 60 s for {what}: {stats}"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
