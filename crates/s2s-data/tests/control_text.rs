@@ -8,8 +8,8 @@ mod common;
 use std::path::Path;
 
 use s2s_data::{
-    BOS, CorpusSource, EOS, PAD, PrepareConfig, TextTokenizer, TokenizerKind, TokenizerSpec, UNK,
-    clean_line, load_data_dir, prepare, train_tokenizer,
+    BOS, CorpusSource, EOS, PAD, PrepareConfig, TextTokenizer, TokenizerKind, UNK, clean_line,
+    load_data_dir, prepare,
 };
 
 const ALL: [TokenizerKind; 4] = [
@@ -33,27 +33,14 @@ const CONTROL_TEXTS: [&str; 10] = [
     "</s>",
 ];
 
-fn cleaned(file: &str, n: usize) -> Vec<String> {
-    common::corpus_lines(file, n)
-        .iter()
-        .map(|l| clean_line(l, &Default::default(), false))
-        .filter(|l| !l.is_empty())
-        .collect()
-}
-
 fn train(kind: TokenizerKind, lines: &[String], vocab_size: usize) -> TextTokenizer {
-    let spec = TokenizerSpec {
-        kind,
-        vocab_size,
-        min_freq: 1,
-    };
-    train_tokenizer(&spec, lines.iter()).unwrap_or_else(|e| panic!("training {kind}: {e}"))
+    common::trained(kind, lines, vocab_size, 1)
 }
 
 /// English lines plus lines that hold the control names as text, many times (so that `bpe`
 /// learns merges that spell them, and every kind has the pieces `<`, `>`, `eos`, ...).
 fn lines_with_control_names() -> Vec<String> {
-    let mut lines = cleaned("train.en", 1500);
+    let mut lines = common::cleaned_lines("train.en", 1500);
     for _ in 0..50 {
         lines.extend(CONTROL_TEXTS.iter().map(|t| (*t).to_owned()));
         lines.push("pad eos unk bos s < > /".to_owned());
@@ -138,7 +125,7 @@ fn bpe_merges_that_spell_a_special_are_not_used() {
 /// the brackets), never pad, bos or eos; `<unk>` in the text is not one `<unk>` for the whole.
 #[test]
 fn control_names_never_give_control_ids_where_the_vocabulary_lacks_brackets() {
-    let lines: Vec<String> = cleaned("train.en", 1500)
+    let lines: Vec<String> = common::cleaned_lines("train.en", 1500)
         .into_iter()
         .filter(|l| !l.contains(['<', '>']))
         .collect();
@@ -161,7 +148,7 @@ fn control_names_never_give_control_ids_where_the_vocabulary_lacks_brackets() {
 /// behave as before), and whitespace has no tokens.
 #[test]
 fn ordinary_text_encodes_as_before() {
-    let en = cleaned("train.en", 2000);
+    let en = common::cleaned_lines("train.en", 2000);
     let zh: Vec<String> = common::corpus_lines("train.zh", 2000)
         .iter()
         .map(|l| clean_line(l, &Default::default(), true))

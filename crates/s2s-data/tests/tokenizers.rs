@@ -3,27 +3,17 @@
 
 mod common;
 
-use s2s_data::{
-    BOS, EOS, PAD, TextTokenizer, TokenizerKind, TokenizerSpec, UNK, clean_line, train_tokenizer,
-};
+use s2s_data::{BOS, EOS, PAD, TextTokenizer, TokenizerKind, UNK};
 
 const N: usize = 3000;
 
 fn cleaned(file: &str) -> Vec<String> {
-    common::corpus_lines(file, N)
-        .iter()
-        .map(|l| clean_line(l, &Default::default(), false))
-        .filter(|l| !l.is_empty())
-        .collect()
+    common::cleaned_lines(file, N)
 }
 
 fn train(kind: TokenizerKind, lines: &[String], vocab_size: usize) -> TextTokenizer {
-    let spec = TokenizerSpec {
-        kind,
-        vocab_size,
-        min_freq: if kind == TokenizerKind::Bpe { 2 } else { 1 },
-    };
-    train_tokenizer(&spec, lines.iter()).expect("training")
+    let min_freq = if kind == TokenizerKind::Bpe { 2 } else { 1 };
+    common::trained(kind, lines, vocab_size, min_freq)
 }
 
 fn assert_round_trip(tok: &TextTokenizer, lines: &[String]) {
