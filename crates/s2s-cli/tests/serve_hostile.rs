@@ -406,3 +406,61 @@ fn attention_that_could_outgrow_the_cap_is_refused_before_decoding() {
         "the refused one was not decoded: {stats}"
     );
 }
+
+#[test]
+fn with_a_token_the_api_needs_it_and_the_health_routes_do_not() {
+    let mut cfg = config();
+    cfg.token = Some("s3cret-token".into());
+    let server = start(cfg);
+    let addr = server.addr();
+    let body = br#"{"text":"1 2"}"#;
+    let with = |auth: &str| {
+        raw_request(
+            addr,
+            "POST",
+            "/v1/translate",
+            &format!(
+                "Content-Type: application/json\r\nContent-Length: {}\r\n{auth}",
+                body.len()
+            ),
+            body,
+        )
+    };
+    for bad in [
+        "",
+        "Authorization: Bearer wrong-token!\r\n",
+        "Authorization: Bearer s3cret-toke\r\n",
+        "Authorization: Basic s3cret-token\r\n",
+    ] {
+        let r = with(bad);
+        assert_eq!(r.status, 401, "{bad:?}: {}", r.body);
+        assert_eq!(r.header("www-authenticate").as_deref(), Some("Bearer"));
+    }
+    assert_eq!(with("Authorization: Bearer s3cret-token\r\n").status, 200);
+    assert_eq!(get(addr, "/metrics").status, 401);
+    assert_eq!(get(addr, "/health").status, 200);
+    assert_eq!(get(addr, "/health/ready").status, 200);
+    assert_eq!(get(addr, "/").status, 200);
+}
+
+#[test]
+fn a_token_file_that_holds_no_token_is_refused_by_name() {
+    let tmp = tempfile::tempdir().unwrap();
+    let missing = tmp.path().join("missing.token");
+    let blank = tmp.path().join("blank.token");
+    std::fs::write(&blank, " \n").unwrap();
+    for (file, why) in [(&missing, "No such file"), (&blank, "one token")] {
+        let mut c = common::s2s();
+        c.args(["serve", "--addr", "127.0.0.1:0", "--model"])
+            .arg(serving::model_dir())
+            .arg("--token-file")
+            .arg(file);
+        let o = common::run(c);
+        let err = common::stderr(&o);
+        assert!(!o.status.success());
+        assert!(
+            err.contains(&file.display().to_string()) && err.contains(why),
+            "{err}"
+        );
+    }
+}

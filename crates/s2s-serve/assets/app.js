@@ -127,11 +127,21 @@ async function translate(ev) {
   setStatus("Translating…");
   const t0 = performance.now();
   try {
-    const r = await fetch("/v1/translate", {
-      method: "POST",
-      headers: { "Content-Type": "application/json" },
-      body: JSON.stringify(body),
-    });
+    const post = () => {
+      const headers = { "Content-Type": "application/json" };
+      const token = sessionStorage.getItem("s2s-token");
+      if (token) headers["Authorization"] = `Bearer ${token}`;
+      return fetch("/v1/translate", { method: "POST", headers, body: JSON.stringify(body) });
+    };
+    let r = await post();
+    if (r.status === 401) {
+      // The server was started with --token-file: ask once, keep it for this tab.
+      const token = window.prompt("This server needs its access token (--token-file):");
+      if (token) {
+        sessionStorage.setItem("s2s-token", token.trim());
+        r = await post();
+      }
+    }
     const data = await r.json();
     if (!r.ok) throw new Error(data.error || `HTTP ${r.status}`);
     results = data.translations;

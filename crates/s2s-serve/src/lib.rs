@@ -19,7 +19,8 @@
 //! | `POST /v1/translate` | see [`api`] |
 //!
 //! Every error is `{"error": "..."}`: 400 malformed JSON, wrong types, unknown fields or options
-//! out of range; 403 a `Host` or `Origin` naming another host (`--allow-host`); 408 a body that
+//! out of range; 401 the API or `/metrics` without the `--token-file` token (`Authorization:
+//! Bearer`); 403 a `Host` or `Origin` naming another host (`--allow-host`); 408 a body that
 //! did not arrive within `--body-timeout-ms`; 413 body over `--max-body-bytes`; 415 a body not
 //! sent as `Content-Type: application/json`; 422 a sentence over `--max-tokens`, more than
 //! `--max-sentences` sentences, or attention that could outgrow `--max-attention-cells`; 503 the queue is full (`--queue`) or the worker has stopped, with

@@ -32,6 +32,9 @@ pub struct ServeConfig {
     pub net: NetLimits,
     /// The `Host` (and `Origin`) names requests may carry.
     pub hosts: Hosts,
+    /// When set, `POST /v1/translate` and `GET /metrics` need `Authorization: Bearer <token>`
+    /// (401 otherwise); the page and the health routes stay open.
+    pub token: Option<String>,
     /// Stop serving, with an error, when the model worker thread dies (so that a supervisor
     /// restarts the process); otherwise keep answering 503.
     pub exit_when_worker_dies: bool,
@@ -139,6 +142,7 @@ impl ServeConfig {
             log: RequestLog::Stderr,
             net: NetLimits::default(),
             hosts: Hosts::for_addr(SocketAddr::from(([127, 0, 0, 1], 8080)), &[]),
+            token: None,
             exit_when_worker_dies: true,
         }
     }
@@ -160,6 +164,7 @@ struct AppState {
     body_timeout: Duration,
     hosts: Arc<Hosts>,
     engine_cfg: Arc<EngineConfig>,
+    token: Option<Arc<str>>,
 }
 
 /// The number of sentences a response answered, for the request log.
@@ -182,6 +187,7 @@ impl IntoResponse for ApiError {
 fn router(state: AppState, log: RequestLog) -> Router {
     let body_limit = state.limits.max_body_bytes;
     let hosts = state.hosts.clone();
+    let token: Option<Arc<str>> = state.token.clone();
     let app = Router::new()
         .route("/", get(page_index))
         .route("/app.js", get(page_js))
@@ -195,7 +201,7 @@ fn router(state: AppState, log: RequestLog) -> Router {
         .method_not_allowed_fallback(|| async { ApiError::new(405, "method not allowed") })
         .layer(DefaultBodyLimit::max(body_limit))
         .layer(axum::middleware::from_fn(move |req, next| {
-            guard(hosts.clone(), req, next)
+            guard(hosts.clone(), token.clone(), req, next)
         }))
         .with_state(state.clone());
     app.layer(axum::middleware::from_fn(move |req, next| {
@@ -203,17 +209,43 @@ fn router(state: AppState, log: RequestLog) -> Router {
     }))
 }
 
-/// Refuses requests addressed to another host (403) and marks every response `nosniff`.
-async fn guard(hosts: Arc<Hosts>, req: Request, next: Next) -> Response {
+/// Refuses requests addressed to another host (403) and, with a token, requests to the API
+/// without it (401); marks every response `nosniff`.
+async fn guard(hosts: Arc<Hosts>, token: Option<Arc<str>>, req: Request, next: Next) -> Response {
+    let path = req.uri().path();
+    let needs_token = path.starts_with("/v1/") || path == "/metrics";
     let mut resp = match hosts.check(req.headers()) {
-        Ok(()) => next.run(req).await,
         Err(why) => ApiError::new(403, why).into_response(),
+        Ok(()) if needs_token && !token.as_deref().is_none_or(|t| bearer_is(req.headers(), t)) => {
+            let mut r = ApiError::new(
+                401,
+                "this server needs its access token: send Authorization: Bearer <token>",
+            )
+            .into_response();
+            r.headers_mut()
+                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            r
+        }
+        Ok(()) => next.run(req).await,
     };
     resp.headers_mut().insert(
         header::X_CONTENT_TYPE_OPTIONS,
         HeaderValue::from_static("nosniff"),
     );
     resp
+}
+
+/// Whether the request carries `Authorization: Bearer <token>`, compared in constant time.
+fn bearer_is(headers: &HeaderMap, token: &str) -> bool {
+    let Some(given) = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+    else {
+        return false;
+    };
+    let (a, b) = (given.trim().as_bytes(), token.as_bytes());
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 fn asset(content_type: &'static str, body: &'static str) -> Response {
@@ -426,6 +458,7 @@ pub async fn serve_on(
         body_timeout: cfg.net.body_timeout,
         hosts: Arc::new(cfg.hosts.clone()),
         engine_cfg: Arc::new(cfg.engine_config()),
+        token: cfg.token.as_deref().map(Arc::from),
     };
     let app = router(state, cfg.log.clone());
     let watch = cfg.exit_when_worker_dies;
@@ -515,6 +548,12 @@ pub fn run(cfg: ServeConfig) -> anyhow::Result<()> {
             .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", cfg.addr))?;
         let addr = listener.local_addr()?;
         let mut signals = Signals::new()?;
+        if !addr.ip().is_loopback() && cfg.token.is_none() {
+            eprintln!(
+                "s2s serve: warning: listening on {addr}, beyond this machine, without \
+                 --token-file: anyone who can reach it can use it"
+            );
+        }
         let info = engine.info();
         eprintln!(
             "s2s serve: {} ({} parameters) from {}; listening on http://{addr}/ (Ctrl-C to stop)",

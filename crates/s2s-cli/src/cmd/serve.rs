@@ -79,12 +79,36 @@ pub struct ServeArgs {
     /// address itself, and 0.0.0.0 any name.
     #[arg(long = "allow-host", value_name = "NAME")]
     pub allow_hosts: Vec<String>,
+    /// A file holding an access token: POST /v1/translate and GET /metrics then need
+    /// `Authorization: Bearer <token>` (401 otherwise). Meant for addresses beyond loopback.
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
     /// Do not log one JSON line per request on stderr.
     #[arg(long)]
     pub quiet: bool,
 }
 
+/// The token of `--token-file`: its content without surrounding whitespace.
+fn read_token(path: &std::path::Path) -> Result<String> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        anyhow::anyhow!(
+            "--token-file {}: {e}; give a readable file holding the token",
+            path.display()
+        )
+    })?;
+    let token = text.trim();
+    if token.is_empty() || token.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        anyhow::bail!(
+            "--token-file {}: the file must hold one token, without spaces (e.g. the output of \
+             `openssl rand -hex 32`)",
+            path.display()
+        );
+    }
+    Ok(token.to_owned())
+}
+
 pub fn run(args: ServeArgs) -> Result<()> {
+    let token = args.token_file.as_deref().map(read_token).transpose()?;
     s2s_serve::run(ServeConfig {
         model_dir: args.model,
         device: args.device,
@@ -118,6 +142,7 @@ pub fn run(args: ServeArgs) -> Result<()> {
             shutdown_timeout: Duration::from_millis(args.shutdown_timeout_ms),
         },
         hosts: Hosts::for_addr(args.addr, &args.allow_hosts),
+        token,
         exit_when_worker_dies: true,
     })
 }
