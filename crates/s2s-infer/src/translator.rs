@@ -116,6 +116,14 @@ impl Translator {
         burn::module::Module::num_params(&self.loaded.model)
     }
 
+    /// Runs `f` (which translates with this translator, on this thread) with the model's weights
+    /// kept packed for the matrix kernels from one call to the next, as a long-running server
+    /// wants; without it each [`Translator::search`] packs them again. The packed copy stays
+    /// resident until `f` returns.
+    pub fn keep_packed_weights<R>(&self, f: impl FnOnce() -> R) -> R {
+        s2s_models::engine::packed::with_packed_weights(f)
+    }
+
     /// The special ids of the model's vocabulary, which searches over it need.
     pub fn specials(&self) -> s2s_data::Specials {
         self.loaded.tgt_tokenizer.specials()

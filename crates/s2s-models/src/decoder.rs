@@ -165,15 +165,20 @@ pub fn translate_all(
     let mut order: Vec<usize> = (0..sources.len()).collect();
     order.sort_by_key(|&i| std::cmp::Reverse(sources[i].len()));
     let mut out: Vec<Vec<s2s_search::Hypothesis>> = vec![Vec::new(); sources.len()];
-    for chunk in order.chunks(batch_size.max(1)) {
-        for (&i, hyps) in chunk
-            .iter()
-            .zip(search_on_workers(&decoder, sources, chunk, cfg)?)
-        {
-            out[i] = hyps;
+    // One packing scope around all the batches keeps the packed weights from one batch to the
+    // next: with a scope per search only, they were packed again for every batch, that is for
+    // every sentence at batch size 1.
+    packed::with_packed_weights(|| {
+        for chunk in order.chunks(batch_size.max(1)) {
+            for (&i, hyps) in chunk
+                .iter()
+                .zip(search_on_workers(&decoder, sources, chunk, cfg)?)
+            {
+                out[i] = hyps;
+            }
         }
-    }
-    Ok(out)
+        Ok(out)
+    })
 }
 
 /// Searches the batch `sources[chunk]`, split over the CPU's cores when it is large enough
@@ -208,7 +213,8 @@ fn search_on_workers(
         .collect())
 }
 
-/// One search, with every weight packed for the matrix kernels once ([`packed`]).
+/// One search, with every weight packed for the matrix kernels once ([`packed`]; the scope is per
+/// thread, so a worker opens its own).
 fn search(
     decoder: &Decoder,
     sources: &[Vec<u32>],

@@ -89,3 +89,59 @@ fn batched_attention_scores_match_row_major() {
     let by_copy = floats(q.matmul(key_t));
     assert_eq!(by_view, by_copy);
 }
+
+#[test]
+fn few_rows_by_large_weights_match_one_thread_and_the_batched_form() {
+    // A decoding step of one sentence multiplies 1 to 5 rows by each weight: burn-flex splits
+    // such products over the threads when the weight is large (its columns, for one row), and
+    // takes `[1, m, k] @ [1, k, n]` as the 2-D product (vendor/burn-flex/PATCHES.md). The
+    // results must be those of one thread and (from two rows) of a batch of two, bit for bit,
+    // and near f64.
+    let dev = Device::default();
+    let one_thread = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .unwrap();
+    let two_threads = rayon::ThreadPoolBuilder::new()
+        .num_threads(2)
+        .build()
+        .unwrap();
+    for &m in &[1usize, 2, 5] {
+        // 256 x 256 is the smallest weight that is split; 1031 columns leave ragged tails.
+        for &(k, n) in &[(256usize, 256usize), (256, 1031), (1024, 257)] {
+            let a = values(m * k, 5);
+            let w = values(k * n, 6);
+            let ta = Tensor::<2>::from_data(TensorData::new(a.clone(), [m, k]), &dev);
+            let tw = Tensor::<2>::from_data(TensorData::new(w.clone(), [k, n]), &dev);
+            let split = two_threads.install(|| floats(ta.clone().matmul(tw.clone())));
+            let single = one_thread.install(|| floats(ta.clone().matmul(tw.clone())));
+            assert_eq!(split, single, "m {m} k {k} n {n}: two threads vs one");
+            let unit_batch = two_threads.install(|| {
+                floats(
+                    ta.clone()
+                        .reshape([1, m, k])
+                        .matmul(tw.clone().reshape([1, k, n])),
+                )
+            });
+            assert_eq!(unit_batch, split, "m {m} k {k} n {n}: [1, m, k] vs [m, k]");
+            // Two sentences. One row is a gemv, which sums in another order than the matrix
+            // kernels (see above), so only products of several rows must match to the bit.
+            if m > 1 {
+                let pair = Tensor::cat(vec![ta.clone(), ta.clone()], 0).reshape([2, m, k]);
+                let batched = floats(pair.matmul(tw.clone().reshape([1, k, n])));
+                assert_eq!(
+                    &batched[..m * n],
+                    &split[..],
+                    "m {m} k {k} n {n}: batch of 2"
+                );
+            }
+            let exact = reference(&a, &w, m, k, n);
+            for (got, want) in split.iter().zip(&exact) {
+                assert!(
+                    (*got as f64 - want).abs() <= 1e-5 * (k as f64).sqrt() * 4.0,
+                    "m {m} k {k} n {n}: {got} vs {want}"
+                );
+            }
+        }
+    }
+}

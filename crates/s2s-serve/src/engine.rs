@@ -238,7 +238,9 @@ impl Engine {
                     device: device_name,
                 };
                 let _ = ready_tx.send(Ok(info));
-                worker_loop(&translator, &rx, &cfg, &worker_stats, &worker_metrics);
+                translator.keep_packed_weights(|| {
+                    worker_loop(&translator, &rx, &cfg, &worker_stats, &worker_metrics)
+                });
             })?;
         let info = ready_rx
             .recv()

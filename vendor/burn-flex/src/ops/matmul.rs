@@ -58,6 +58,12 @@ fn checked_size(a: usize, b: usize) -> usize {
 /// 192^3 = ~7M ops - balance between 128x128 (no parallel) and 256x256 (parallel)
 const PARALLEL_THRESHOLD: usize = 192 * 192 * 192;
 
+/// s2s patch: a product whose right-hand side has at least this many elements (K*N: a
+/// 256 x 256 weight or larger) is split over the threads whatever M. With few rows (a decoding
+/// step of one sentence: 1 to 5 rows) the product is bound by reading the weight from memory,
+/// not by arithmetic, and two cores read it about twice as fast as one.
+const WEIGHT_PARALLEL_THRESHOLD: usize = 256 * 256;
+
 /// s2s patch: weights packed once per scope instead of once per product.
 ///
 /// gemm computes a row-major `x @ w` as `(w^T x^T)^T`, so the weight is its left-hand side,
@@ -221,7 +227,8 @@ const BATCH_PARALLEL_THRESHOLD: usize = 128 * 128 * 128; // ~2M ops total
 /// Get parallelism setting based on matrix size.
 fn get_parallelism(m: usize, n: usize, k: usize) -> gemm::Parallelism {
     let ops = m.saturating_mul(n).saturating_mul(k);
-    if ops >= PARALLEL_THRESHOLD {
+    // s2s patch: or a large weight (`WEIGHT_PARALLEL_THRESHOLD`).
+    if ops >= PARALLEL_THRESHOLD || n.saturating_mul(k) >= WEIGHT_PARALLEL_THRESHOLD {
         #[cfg(feature = "rayon")]
         {
             gemm::Parallelism::Rayon(0) // 0 = use all available threads
@@ -394,9 +401,36 @@ fn matmul_gemm<T: GemmScalar>(lhs: FlexTensor, rhs: FlexTensor) -> FlexTensor {
 
     if lhs_rank == 2 && rhs_rank == 2 {
         matmul_2d_strided::<T>(lhs, rhs)
+    } else if unit_batch(&lhs) && unit_batch(&rhs) {
+        // s2s patch: a batch of one (`[1, m, k] @ [1, k, n]`, as burn's `linear` leaves one
+        // sentence's decoding step) is a 2-D product: the 2-D path packs weights once per scope
+        // and splits large ones over the threads, the batched path does neither.
+        let rank = lhs_rank.max(rhs_rank);
+        let out = matmul_2d_strided::<T>(matrix_view(lhs), matrix_view(rhs));
+        let mut dims = vec![1; rank - 2];
+        dims.extend_from_slice(out.layout().shape());
+        let shape = Shape::from(dims);
+        out.with_layout(Layout::contiguous(shape))
     } else {
         matmul_batched_gemm::<T>(lhs, rhs)
     }
+}
+
+/// s2s patch: whether every dimension before the last two is 1.
+fn unit_batch(t: &FlexTensor) -> bool {
+    let shape = t.layout().shape();
+    shape[..shape.num_dims() - 2].iter().all(|&d| d == 1)
+}
+
+/// s2s patch: the last two dimensions of a tensor whose others are all 1, as a 2-D view of the
+/// same storage (strides and offset kept, nothing copied).
+fn matrix_view(t: FlexTensor) -> FlexTensor {
+    let layout = t.layout();
+    let rank = layout.shape().num_dims();
+    let shape = Shape::from(layout.shape()[rank - 2..].to_vec());
+    let strides = layout.strides()[rank - 2..].to_vec();
+    let view = Layout::new(shape, strides, layout.start_offset());
+    t.with_layout(view)
 }
 
 /// 2D matmul with strided support: [M, K] x [K, N] -> [M, N]
@@ -425,6 +459,60 @@ fn matmul_2d_strided<T: GemmScalar>(lhs: FlexTensor, rhs: FlexTensor) -> FlexTen
     let parallelism = get_parallelism(m, n, k);
 
     let out_ptr = out_data.as_mut_ptr() as *mut T;
+    // s2s patch: gemm runs a one-row product (gemv) on one thread whatever `parallelism` says;
+    // for a large weight, split its columns over the threads instead (each output element is
+    // computed as before, by the same kernel, so the result is unchanged).
+    #[cfg(feature = "rayon")]
+    if m == 1 && n > 1 && n.saturating_mul(k) >= WEIGHT_PARALLEL_THRESHOLD {
+        let threads = rayon::current_num_threads().min(n / 64).max(1);
+        if threads > 1 {
+            #[derive(Clone, Copy)]
+            struct Ptrs<T>(*const T, *const T, *mut T);
+            // SAFETY: the threads read the shared inputs and write disjoint output columns.
+            unsafe impl<T> Send for Ptrs<T> {}
+            unsafe impl<T> Sync for Ptrs<T> {}
+            impl<T> Ptrs<T> {
+                // A method, so that a closure captures the whole (Send) struct, not its fields.
+                fn get(self) -> (*const T, *const T, *mut T) {
+                    (self.0, self.1, self.2)
+                }
+            }
+            let ptrs = Ptrs(lhs_ptr, rhs_ptr, out_ptr);
+            let chunk = n.div_ceil(threads).next_multiple_of(16);
+            rayon::scope(|scope| {
+                for start in (0..n).step_by(chunk) {
+                    let cols = chunk.min(n - start);
+                    scope.spawn(move |_| {
+                        let (lhs_ptr, rhs_ptr, out_ptr) = ptrs.get();
+                        unsafe {
+                            gemm_call(
+                                1,
+                                cols,
+                                k,
+                                out_ptr.add(start),
+                                1,
+                                n as isize,
+                                lhs_ptr,
+                                lhs_col_stride,
+                                lhs_row_stride,
+                                rhs_ptr.offset(start as isize * rhs_col_stride),
+                                rhs_col_stride,
+                                rhs_row_stride,
+                                gemm::Parallelism::None,
+                            );
+                        }
+                    });
+                }
+            });
+            // SAFETY: the column blocks cover all n elements of the one row (k > 0).
+            let out_data = unsafe { assume_init(out_data) };
+            return FlexTensor::new(
+                Bytes::from_elems(out_data),
+                Layout::contiguous(out_shape),
+                T::dtype(),
+            );
+        }
+    }
     let product = || unsafe {
         gemm_call(
             m,
