@@ -10,8 +10,10 @@
 //! - [`Kernel::Vnni`]: AVX-512 VNNI's `vpdpbusd` (4 unsigned x signed byte products added into
 //!   each 32-bit lane). It needs unsigned activations, so they are stored shifted by 128 and
 //!   `128 * sum_j q[r, j]` (kept per row) is subtracted afterwards, as oneDNN does;
-//! - [`Kernel::Avx2`] and [`Kernel::Portable`]: the same loops in plain Rust, compiled for AVX2 or
-//!   for the baseline target, vectorised by the compiler. The fallback wherever VNNI is missing.
+//! - [`Kernel::Avx2`]: the same sums with AVX2's `vpmaddwd`, bytes widened to 16 bits first
+//!   (`vpmaddubsw` would multiply bytes directly but saturates its 16-bit pair sums);
+//! - [`Kernel::Portable`]: the same loops in plain Rust, compiled for the baseline target and
+//!   vectorised by the compiler. The fallback wherever AVX2 is missing.
 //!
 //! No maintained crate fits: `gemm` and `matrixmultiply` multiply floats only, and candle's
 //! quantised products use its own block formats (32 weights per f16 scale).
@@ -33,7 +35,7 @@ const PARALLEL_WORK: usize = 1 << 22;
 pub enum Kernel {
     /// AVX-512 VNNI (`avx512f`, `avx512bw`, `avx512vnni`).
     Vnni,
-    /// The plain loops compiled for AVX2.
+    /// AVX2 (`vpmaddwd` on bytes widened to 16 bits).
     Avx2,
     /// The plain loops compiled for the baseline target: every CPU.
     Portable,
@@ -401,7 +403,11 @@ impl Product<'_> {
                     Kernel::Vnni => unsafe {
                         vnni::dot_panel(a, stride, rows, panel, groups, &mut sums)
                     },
-                    // Compiled for AVX2 inside `panels_avx2`, for the baseline otherwise.
+                    #[cfg(target_arch = "x86_64")]
+                    // SAFETY: as above.
+                    Kernel::Avx2 => unsafe {
+                        avx2::dot_panel(a, stride, rows, panel, groups, &mut sums)
+                    },
                     _ => dot_panel_plain(a, stride, rows, panel, groups, &mut sums),
                 }
                 self.store(p, r0, rows, &sums);
@@ -465,34 +471,44 @@ fn dot_panel_plain(
     }
 }
 
+/// A SIMD kernel's `dot_panel` ([`dot_panel_plain`] for the kernel's `features`): checks the sizes
+/// its pointer reads rely on and calls its `rows_n::<R>` with the row count as a constant. The
+/// caller's CPU must have the features, which `rows_n` needs too.
+#[cfg(target_arch = "x86_64")]
+macro_rules! simd_dot_panel {
+    ($features:literal) => {
+        #[target_feature(enable = $features)]
+        pub unsafe fn dot_panel(
+            a: &[u8],
+            stride: usize,
+            rows: usize,
+            panel: &[i8],
+            groups: usize,
+            sums: &mut [[i32; PANEL]; ROWS],
+        ) {
+            debug_assert!(a.len() >= (rows - 1) * stride + groups * GROUP);
+            debug_assert!(panel.len() == groups * PANEL * GROUP);
+            // SAFETY: the caller's CPU has this function's features (see above).
+            unsafe {
+                match rows {
+                    4 => rows_n::<4>(a, stride, panel, groups, sums),
+                    3 => rows_n::<3>(a, stride, panel, groups, sums),
+                    2 => rows_n::<2>(a, stride, panel, groups, sums),
+                    _ => rows_n::<1>(a, stride, panel, groups, sums),
+                }
+            }
+        }
+    };
+}
+
 #[cfg(target_arch = "x86_64")]
 mod vnni {
     use super::{GROUP, PANEL, ROWS};
     use std::arch::x86_64::*;
 
-    /// [`super::dot_panel_plain`] with `vpdpbusd`: each step loads the panel's 64 bytes for one
-    /// column group once and multiplies them by every row's 4 bytes, broadcast.
-    #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
-    pub unsafe fn dot_panel(
-        a: &[u8],
-        stride: usize,
-        rows: usize,
-        panel: &[i8],
-        groups: usize,
-        sums: &mut [[i32; PANEL]; ROWS],
-    ) {
-        debug_assert!(a.len() >= (rows - 1) * stride + groups * GROUP);
-        debug_assert!(panel.len() == groups * PANEL * GROUP);
-        // SAFETY: the caller's CPU has this function's features, which `rows_n` needs too.
-        unsafe {
-            match rows {
-                4 => rows_n::<4>(a, stride, panel, groups, sums),
-                3 => rows_n::<3>(a, stride, panel, groups, sums),
-                2 => rows_n::<2>(a, stride, panel, groups, sums),
-                _ => rows_n::<1>(a, stride, panel, groups, sums),
-            }
-        }
-    }
+    // [`super::dot_panel_plain`] with `vpdpbusd`: each step loads the panel's 64 bytes for one
+    // column group once and multiplies them by every row's 4 bytes, broadcast.
+    simd_dot_panel!("avx512f,avx512bw,avx512vnni");
 
     #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
     #[inline]
@@ -517,6 +533,63 @@ mod vnni {
         for (i, acc) in acc.iter().enumerate() {
             // SAFETY: `sums[i]` is 16 i32s, one 512-bit store.
             unsafe { _mm512_storeu_si512(sums[i].as_mut_ptr() as *mut _, *acc) };
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use super::{GROUP, PANEL, ROWS};
+    use std::arch::x86_64::*;
+
+    // [`super::dot_panel_plain`] with AVX2: each step widens the panel's 64 bytes for one column
+    // group to 16 bits once (four registers of four columns x 4 bytes) and multiplies them by
+    // every row's 4 bytes, widened and broadcast, with `vpmaddwd` (pairs of products added into
+    // 32-bit lanes; 255 * 127 * 2 cannot overflow). Column `c` of a register ends as two lanes,
+    // added at the end.
+    simd_dot_panel!("avx2");
+
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    unsafe fn rows_n<const R: usize>(
+        a: &[u8],
+        stride: usize,
+        panel: &[i8],
+        groups: usize,
+        sums: &mut [[i32; PANEL]; ROWS],
+    ) {
+        let mut acc = [[_mm256_setzero_si256(); 4]; R];
+        let (a, b) = (a.as_ptr(), panel.as_ptr());
+        for g in 0..groups {
+            // SAFETY (all pointer reads): group `g < groups` of the panel is 64 bytes inside
+            // `panel`, and each row's 4 bytes at `g * 4` lie inside `a` (checked above).
+            let p = unsafe { b.add(g * PANEL * GROUP) } as *const __m128i;
+            let w = unsafe {
+                [
+                    _mm256_cvtepi8_epi16(_mm_loadu_si128(p)),
+                    _mm256_cvtepi8_epi16(_mm_loadu_si128(p.add(1))),
+                    _mm256_cvtepi8_epi16(_mm_loadu_si128(p.add(2))),
+                    _mm256_cvtepi8_epi16(_mm_loadu_si128(p.add(3))),
+                ]
+            };
+            for (i, acc) in acc.iter_mut().enumerate() {
+                let x = unsafe { (a.add(i * stride + g * GROUP) as *const i32).read_unaligned() };
+                // The row's 4 bytes as 16-bit values, repeated in every 64-bit lane.
+                let x = _mm256_broadcastq_epi64(_mm_cvtepu8_epi16(_mm_cvtsi32_si128(x)));
+                for (acc, w) in acc.iter_mut().zip(&w) {
+                    *acc = _mm256_add_epi32(*acc, _mm256_madd_epi16(x, *w));
+                }
+            }
+        }
+        for (i, acc) in acc.iter().enumerate() {
+            for (q, acc) in acc.iter().enumerate() {
+                let mut lanes = [0i32; 8];
+                // SAFETY: `lanes` is 8 i32s, one 256-bit store.
+                unsafe { _mm256_storeu_si256(lanes.as_mut_ptr() as *mut __m256i, *acc) };
+                for c in 0..4 {
+                    sums[i][4 * q + c] = lanes[2 * c] + lanes[2 * c + 1];
+                }
+            }
         }
     }
 }
