@@ -460,13 +460,22 @@ for l in read(os.path.join(out, "ct2-info.log")):
 shared = [x for x in per.get("ct2", []) if all(x in v for v in per.values())]
 backend = shared + [f"{m}: {x}" for m, v in per.items() for x in v if x not in shared]
 
-cpu = "?"
+# The CPU kind: its name, family and model (AMD EPYCs of several generations share one name)
+# and the vector extensions the kernels choose by.
+cpu, kind, flags = "?", [], set()
 try:
     for line in subprocess.run(["lscpu"], capture_output=True, text=True).stdout.splitlines():
-        if line.startswith("Model name:"):
-            cpu = line.split(":", 1)[1].strip()
+        key, _, value = line.partition(":")
+        if key == "Model name":
+            cpu = value.strip()
+        elif key in ("CPU family", "Model"):
+            kind.append(f"{key.lower()} {value.strip()}")
+        elif key == "Flags":
+            flags = set(value.split())
 except OSError:
     pass
+isa = [f for f in ("avx2", "avx512f", "avx512_vnni", "avx_vnni", "amx_int8") if f in flags]
+cpu += f" ({', '.join(kind + [' '.join(isa) or 'no AVX2'])})"
 stamp = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
 s2s_ver = subprocess.run([E["S2S"], "--version"], capture_output=True, text=True).stdout.strip()
 k, N, A, T = E["BEAM"], E["MAX_LEN"], E["ALPHA"], E["THREADS"]
@@ -492,7 +501,7 @@ block = [
     f"- greedy (s2s `--search greedy --length-penalty none`, CT2 beam_size 1) and beam {k} "
     f"(score = log-prob / L^{A}, L counting </s>; CT2 length_penalty {A}; patience 1 on both "
     "sides (s2s `--patience 1`), CT2's default stopping: a sentence ends once "
-    f"{k} hypotheses have finished; the exact row: patience {N + 2}); at most {N} "
+    f"{k} hypotheses have finished; the exact row: patience {int(N) + 2}); at most {N} "
     "tokens before </s> (s2s `--max-len N --max-len-ratio N`, CT2 max_decoding_length N, "
     "min_decoding_length 0).",
     "- batch × B: B sentences per batch (s2s `--batch-size`, CT2 max_batch_size, batch_type "
