@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs `s2s bench --json` and the PyTorch reference (bench/reference.py) on the same shapes, joins
 # them on (model, phase), prints a markdown table of times, ratios and peak memory, and writes it
-# into docs/performance.md between the `bench:begin` / `bench:end` markers.
+# into docs/performance.md between the `bench:begin KIND` / `bench:end KIND` markers of this CPU
+# kind (bench/cpu_kind.py: one table per kind, a new section for a kind not measured before).
 #
 #   bench/compare.sh [S2S_BINARY] [--rounds N] [-- extra args for both, e.g. --reps 5 --models rnnsearch]
 #
@@ -101,7 +102,7 @@ for ((round = 1; round <= rounds; round++)); do
 done
 
 load_end="$(cut -d' ' -f1 /proc/loadavg)"
-ROUNDS="$rounds" LOAD="$load" LOAD_END="$load_end" S2S_CMD="$s2s_cmd" REF_CMD="$ref_cmd" NO_DOC="${NO_DOC:-0}" python3 - "$out" <<'PY'
+ROUNDS="$rounds" LOAD="$load" LOAD_END="$load_end" S2S_CMD="$s2s_cmd" REF_CMD="$ref_cmd" NO_DOC="${NO_DOC:-0}" BENCH_DIR="$root/bench" python3 - "$out" <<'PY'
 import datetime, json, os, re, subprocess, sys
 
 out = sys.argv[1]
@@ -227,13 +228,10 @@ for k in keys:
     flops.append(f"| {k[0]} | {k[1]} | {g:.1f} | {fmt(ga, '.1f')} | {gb:.1f} | {pct(ga)} | {pct(gb)} | "
                  f"{'-' if need is None else format(need, '.0f')} | {verdict} |")
 
-cpu = "?"
-try:
-    for line in subprocess.run(["lscpu"], capture_output=True, text=True).stdout.splitlines():
-        if line.startswith("Model name:"):
-            cpu = line.split(":", 1)[1].strip()
-except OSError:
-    pass
+sys.path.insert(0, os.environ["BENCH_DIR"])
+import cpu_kind
+
+kind, cpu = cpu_kind.describe()
 cores = os.cpu_count()
 torch_v = ""
 if os.path.exists(log):
@@ -289,12 +287,6 @@ print(table)
 
 if os.environ.get("NO_DOC") != "1":
     doc = "docs/performance.md"
-    begin, end = "<!-- bench:begin -->", "<!-- bench:end -->"
-    text = open(doc).read() if os.path.exists(doc) else f"# Performance\n\n{begin}\n{end}\n"
-    if begin not in text or end not in text:
-        text += f"\n{begin}\n{end}\n"
-    pre, rest = text.split(begin, 1)
-    _, post = rest.split(end, 1)
-    open(doc, "w").write(f"{pre}{begin}\n{table}\n{end}{post}")
-    print(f"\nwrote the table into {doc}", file=sys.stderr)
+    cpu_kind.write_section(doc, "bench", kind, table, kind)
+    print(f"\nwrote the table for {kind} into {doc}", file=sys.stderr)
 PY

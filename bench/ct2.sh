@@ -3,8 +3,8 @@
 # model (exported by s2s, converted by ct2-transformers-converter; quantised by `s2s quantize`
 # for s2s's int8 runs), the same machine, threads,
 # beams, max length, length penalty and batch sizes. Prints and writes OUT/summary.md, and
-# (unless --no-doc) the section "## s2s against CTranslate2" of docs/performance.md. A
-# benchmark, not part of CI.
+# (unless --no-doc) this CPU kind's table in the section "## s2s against CTranslate2" of
+# docs/performance.md (bench/cpu_kind.py: one table per kind). A benchmark, not part of CI.
 #
 #   bench/ct2.sh --s2s BIN --model MODEL_DIR --src FILE --ref FILE [--out DIR] [--rounds 3]
 #       [--threads 2] [--max-len 100] [--alpha 0.75] [--beam 5] [--batches 1,16,64]
@@ -460,22 +460,10 @@ for l in read(os.path.join(out, "ct2-info.log")):
 shared = [x for x in per.get("ct2", []) if all(x in v for v in per.values())]
 backend = shared + [f"{m}: {x}" for m, v in per.items() for x in v if x not in shared]
 
-# The CPU kind: its name, family and model (AMD EPYCs of several generations share one name)
-# and the vector extensions the kernels choose by.
-cpu, kind, flags = "?", [], set()
-try:
-    for line in subprocess.run(["lscpu"], capture_output=True, text=True).stdout.splitlines():
-        key, _, value = line.partition(":")
-        if key == "Model name":
-            cpu = value.strip()
-        elif key in ("CPU family", "Model"):
-            kind.append(f"{key.lower()} {value.strip()}")
-        elif key == "Flags":
-            flags = set(value.split())
-except OSError:
-    pass
-isa = [f for f in ("avx2", "avx512f", "avx512_vnni", "avx_vnni", "amx_int8") if f in flags]
-cpu += f" ({', '.join(kind + [' '.join(isa) or 'no AVX2'])})"
+sys.path.insert(0, os.path.join(E["ROOT"], "bench"))
+import cpu_kind
+
+kind, cpu = cpu_kind.describe()
 stamp = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
 s2s_ver = subprocess.run([E["S2S"], "--version"], capture_output=True, text=True).stdout.strip()
 k, N, A, T = E["BEAM"], E["MAX_LEN"], E["ALPHA"], E["THREADS"]
@@ -553,17 +541,7 @@ print("\n" + text)
 
 if E["DOC"] == "1":
     doc = os.path.join(E["ROOT"], "docs", "performance.md")
-    heading = "## s2s against CTranslate2"
-    old = open(doc, encoding="utf-8").read() if os.path.exists(doc) else "# Performance\n"
-    lines = old.split("\n")
-    section = [heading, "", text, ""]
-    if heading in lines:
-        i = lines.index(heading)
-        j = next((x for x in range(i + 1, len(lines)) if lines[x].startswith("## ")), len(lines))
-        new = lines[:i] + section + lines[j:]
-    else:
-        new = lines + ([""] if lines and lines[-1] != "" else []) + section
-    open(doc, "w", encoding="utf-8").write("\n".join(new).rstrip("\n") + "\n")
-    print(f"\nwrote the section {heading!r} of {doc}", file=sys.stderr)
+    cpu_kind.write_section(doc, "ct2", kind, text, kind)
+    print(f"\nwrote the table for {kind} into {doc}", file=sys.stderr)
 PY
 echo "total $(awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.0f", b - a }') s; outputs in $out" >&2

@@ -1,0 +1,62 @@
+"""The CPU kind a benchmark ran on, for its table and for which table of a page it belongs in.
+
+Several generations share one `lscpu` name (every AMD EPYC here says "AMD EPYC"), so the kind is
+the name, the family and the vector extensions the kernels choose by; the model number is shown
+but not part of the key, since VMs of one generation report different ones.
+"""
+import os
+import subprocess
+
+# The extensions s2s's and its peers' kernels pick at run time, narrowest first.
+ISA = ("avx2", "fma", "avx512f", "avx512_vnni", "avx_vnni", "avx512_bf16", "amx_bf16", "amx_int8")
+
+
+def read():
+    """(name, family, model, flags) from `lscpu`; "?" and an empty set where it says nothing."""
+    name, family, model, flags = "?", "?", "?", set()
+    try:
+        text = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
+    except OSError:
+        text = ""
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        value = value.strip()
+        if key == "Model name":
+            name = value
+        elif key == "CPU family":
+            family = value
+        elif key == "Model":
+            model = value
+        elif key == "Flags":
+            flags = set(value.split())
+    return name, family, model, flags
+
+
+def describe():
+    """(key, text): key names the kind ("AMD EPYC (cpu family 25, avx2 fma avx512f ...)"), text
+    adds the model number for the table's first line."""
+    name, family, model, flags = read()
+    isa = " ".join(f for f in ISA if f in flags) or "no AVX2"
+    return (f"{name} (cpu family {family}, {isa})",
+            f"{name} (cpu family {family}, model {model}, {isa})")
+
+
+def write_section(doc, tag, key, table, heading):
+    """Puts `table` between this kind's `tag` markers in `doc`, keeping every other kind's table.
+    A kind measured for the first time gets a new `### heading` section after the last `tag`
+    table (or at the end of the page). The page is replaced atomically."""
+    begin, end = f"<!-- {tag}:begin {key} -->", f"<!-- {tag}:end {key} -->"
+    with open(doc, encoding="utf-8") as f:
+        text = f.read()
+    if begin in text and end in text:
+        pre, rest = text.split(begin, 1)
+        _, post = rest.split(end, 1)
+        text = f"{pre}{begin}\n{table}\n{end}{post}"
+    else:
+        last = text.rfind(f"<!-- {tag}:end ")
+        cut = text.index("-->", last) + 3 if last >= 0 else len(text)
+        text = f"{text[:cut]}\n\n### {heading}\n\n{begin}\n{table}\n{end}{text[cut:]}"
+    tmp = doc + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.replace(tmp, doc)
