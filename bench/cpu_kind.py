@@ -5,6 +5,7 @@ the name, the family and the vector extensions the kernels choose by; the model 
 but not part of the key, since VMs of one generation report different ones.
 """
 import os
+import re
 import subprocess
 
 # The extensions s2s's and its peers' kernels pick at run time, narrowest first.
@@ -44,7 +45,7 @@ def describe():
 def write_section(doc, tag, key, table, heading):
     """Puts `table` between this kind's `tag` markers in `doc`, keeping every other kind's table.
     A kind measured for the first time gets a new `### heading` section after the last `tag`
-    table (or at the end of the page). The page is replaced atomically."""
+    table and the notes under it (or at the end of the page). The page is replaced atomically."""
     begin, end = f"<!-- {tag}:begin {key} -->", f"<!-- {tag}:end {key} -->"
     with open(doc, encoding="utf-8") as f:
         text = f.read()
@@ -53,9 +54,15 @@ def write_section(doc, tag, key, table, heading):
         _, post = rest.split(end, 1)
         text = f"{pre}{begin}\n{table}\n{end}{post}"
     else:
+        # After the last kind's table and the notes below it: before the next heading.
         last = text.rfind(f"<!-- {tag}:end ")
-        cut = text.index("-->", last) + 3 if last >= 0 else len(text)
-        text = f"{text[:cut]}\n\n### {heading}\n\n{begin}\n{table}\n{end}{text[cut:]}"
+        cut = len(text)
+        if last >= 0:
+            after = text.index("-->", last) + 3
+            heading_at = re.search(r"^##+ ", text[after:], re.MULTILINE)
+            cut = after + heading_at.start() if heading_at else len(text)
+        section = f"### {heading}\n\n{begin}\n{table}\n{end}\n\n"
+        text = text[:cut] + ("\n" if cut == len(text) else "") + section + text[cut:]
     tmp = doc + ".tmp"
     with open(tmp, "w", encoding="utf-8") as f:
         f.write(text)

@@ -1,5 +1,7 @@
 //! Times single backend ops at the shapes of `s2s bench` (batch 64, source length 21, GRU 512,
-//! vocabulary 8000): the matrix products of a step and the element-wise functions around them.
+//! vocabulary 8000): the matrix products of a step and the element-wise functions around them,
+//! then the Transformer's decoding products as one worker core sees them (32 rows greedy, 160
+//! beam 5; run with `RAYON_NUM_THREADS=1` to time one core).
 //! `cargo run --release -p s2s-models --example op_probe`; see docs/performance.md.
 
 use burn::tensor::{Distribution, Tensor};
@@ -35,19 +37,54 @@ fn main() {
         (1280, 256, 8000),
         (320, 1792, 1536),
         (320, 256, 8000),
+        (32, 256, 256),
+        (32, 256, 1024),
+        (32, 1024, 256),
+        (32, 256, 8000),
+        (160, 256, 256),
+        (160, 256, 1024),
+        (160, 1024, 256),
+        (160, 256, 8000),
     ] {
         let a: Tensor<2> = Tensor::random([m, k], Distribution::Default, &dev);
         let b: Tensor<2> = Tensor::random([k, n], Distribution::Default, &dev);
         time(
             &format!("matmul {m}x{k} @ {k}x{n}"),
             2.0 * (m * k * n) as f64,
-            20,
+            (2e9 / (2 * m * k * n) as f64).clamp(20.0, 2000.0) as usize,
             || {
                 let c = a.clone().matmul(b.clone());
                 let _ = c.into_data();
             },
         );
     }
+    // As a decoding step runs them: each weight packed once for the whole search, the result
+    // left in place.
+    println!("-- weights packed once (with_packed_weights), no read-back");
+    s2s_models::engine::packed::with_packed_weights(|| {
+        for &(m, k, n) in &[
+            (32usize, 1792usize, 1536usize),
+            (32, 512, 1536),
+            (32, 256, 8000),
+            (32, 256, 1024),
+            (32, 1024, 256),
+            (160, 1792, 1536),
+            (160, 256, 8000),
+            (160, 256, 1024),
+            (160, 1024, 256),
+        ] {
+            let a: Tensor<2> = Tensor::random([m, k], Distribution::Default, &dev);
+            let b: Tensor<2> = Tensor::random([k, n], Distribution::Default, &dev);
+            time(
+                &format!("matmul {m}x{k} @ {k}x{n}"),
+                2.0 * (m * k * n) as f64,
+                (2e9 / (2 * m * k * n) as f64).clamp(20.0, 2000.0) as usize,
+                || {
+                    let _ = a.clone().matmul(b.clone());
+                },
+            );
+        }
+    });
     let x: Tensor<3> = Tensor::random([64, 21, 512], Distribution::Default, &dev);
     time("tanh 64x21x512", 0.0, 50, || {
         let _ = (x.clone() * 1.0).tanh().into_data();
