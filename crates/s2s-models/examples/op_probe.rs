@@ -26,64 +26,56 @@ fn time<F: FnMut()>(name: &str, flops: f64, reps: usize, mut f: F) {
     }
 }
 
+/// Times `[m, k] @ [k, n]` for each shape; `read_back` copies the product out each time.
+fn products(shapes: &[(usize, usize, usize)], read_back: bool) {
+    let dev = burn::tensor::Device::default();
+    for &(m, k, n) in shapes {
+        let a: Tensor<2> = Tensor::random([m, k], Distribution::Default, &dev);
+        let b: Tensor<2> = Tensor::random([k, n], Distribution::Default, &dev);
+        let flops = 2.0 * (m * k * n) as f64;
+        let reps = (2e9 / flops).clamp(20.0, 2000.0) as usize;
+        time(&format!("matmul {m}x{k} @ {k}x{n}"), flops, reps, || {
+            let c = a.clone().matmul(b.clone());
+            if read_back {
+                let _ = c.into_data();
+            }
+        });
+    }
+}
+
 fn main() {
     s2s_models::allocator::tune();
     let dev = burn::tensor::Device::default();
-    for &(m, k, n) in &[
-        (64usize, 1792usize, 1536usize),
-        (64, 256, 8000),
-        (64, 1792, 256),
-        (1344, 256, 1536),
-        (1280, 256, 8000),
-        (320, 1792, 1536),
-        (320, 256, 8000),
-        (32, 256, 256),
-        (32, 256, 1024),
-        (32, 1024, 256),
-        (32, 256, 8000),
-        (160, 256, 256),
-        (160, 256, 1024),
-        (160, 1024, 256),
-        (160, 256, 8000),
-    ] {
-        let a: Tensor<2> = Tensor::random([m, k], Distribution::Default, &dev);
-        let b: Tensor<2> = Tensor::random([k, n], Distribution::Default, &dev);
-        time(
-            &format!("matmul {m}x{k} @ {k}x{n}"),
-            2.0 * (m * k * n) as f64,
-            (2e9 / (2 * m * k * n) as f64).clamp(20.0, 2000.0) as usize,
-            || {
-                let c = a.clone().matmul(b.clone());
-                let _ = c.into_data();
-            },
-        );
-    }
+    products(
+        &[
+            (64, 1792, 1536),
+            (64, 256, 8000),
+            (64, 1792, 256),
+            (1344, 256, 1536),
+            (1280, 256, 8000),
+            (320, 1792, 1536),
+            (320, 256, 8000),
+        ],
+        true,
+    );
     // As a decoding step runs them: each weight packed once for the whole search, the result
     // left in place.
     println!("-- weights packed once (with_packed_weights), no read-back");
     s2s_models::engine::packed::with_packed_weights(|| {
-        for &(m, k, n) in &[
-            (32usize, 1792usize, 1536usize),
-            (32, 512, 1536),
-            (32, 256, 8000),
-            (32, 256, 1024),
-            (32, 1024, 256),
-            (160, 1792, 1536),
-            (160, 256, 8000),
-            (160, 256, 1024),
-            (160, 1024, 256),
-        ] {
-            let a: Tensor<2> = Tensor::random([m, k], Distribution::Default, &dev);
-            let b: Tensor<2> = Tensor::random([k, n], Distribution::Default, &dev);
-            time(
-                &format!("matmul {m}x{k} @ {k}x{n}"),
-                2.0 * (m * k * n) as f64,
-                (2e9 / (2 * m * k * n) as f64).clamp(20.0, 2000.0) as usize,
-                || {
-                    let _ = a.clone().matmul(b.clone());
-                },
-            );
-        }
+        products(
+            &[
+                (32, 1792, 1536),
+                (32, 512, 1536),
+                (32, 256, 8000),
+                (32, 256, 1024),
+                (32, 1024, 256),
+                (160, 1792, 1536),
+                (160, 256, 8000),
+                (160, 256, 1024),
+                (160, 1024, 256),
+            ],
+            false,
+        )
     });
     let x: Tensor<3> = Tensor::random([64, 21, 512], Distribution::Default, &dev);
     time("tanh 64x21x512", 0.0, 50, || {
