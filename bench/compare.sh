@@ -103,7 +103,7 @@ done
 
 load_end="$(cut -d' ' -f1 /proc/loadavg)"
 ROUNDS="$rounds" LOAD="$load" LOAD_END="$load_end" S2S_CMD="$s2s_cmd" REF_CMD="$ref_cmd" NO_DOC="${NO_DOC:-0}" BENCH_DIR="$root/bench" python3 - "$out" <<'PY'
-import datetime, json, os, re, subprocess, sys
+import datetime, json, os, re, sys
 
 out = sys.argv[1]
 
@@ -145,8 +145,8 @@ def ratios(k):
     """s2s / PyTorch of each round in which both sides measured (model, phase)."""
     pairs = zip(s2s_runs.get(k, []), ref_runs.get(k, []))
     return [a["ms_per_batch"] / b["ms_per_batch"] for a, b in pairs]
-# Targets of issue #10: ratio s2s / PyTorch (lower is better for s2s).
-# Issue 10's targets; issue 33 holds every CPU kind to them, and ConvS2S's training step too.
+# Targets of issue #10, ratio s2s / PyTorch (lower is better for s2s); issue 33 holds every CPU
+# kind to them, and ConvS2S's training step too.
 PHASE_TARGET = {"train": 1.0, "greedy": 0.7, "beam": 0.5}
 MEM_TARGET = {"train": 0.5}
 
@@ -287,6 +287,6 @@ print(table)
 
 if os.environ.get("NO_DOC") != "1":
     doc = "docs/performance.md"
-    cpu_kind.write_section(doc, "bench", kind, table, kind)
+    cpu_kind.write_section(doc, "bench", kind, table)
     print(f"\nwrote the table for {kind} into {doc}", file=sys.stderr)
 PY

@@ -42,13 +42,16 @@ def describe():
             f"{name} (cpu family {family}, model {model}, {isa})")
 
 
-def write_section(doc, tag, key, table, heading):
+def write_section(doc, tag, key, table):
     """Puts `table` between this kind's `tag` markers in `doc`, keeping every other kind's table.
-    A kind measured for the first time gets a new `### heading` section after the last `tag`
-    table and the notes under it (or at the end of the page). The page is replaced atomically."""
+    A kind measured for the first time gets a new `### key` section after the last `tag` table
+    and the notes under it (or at the end of the page, which is created if missing). The page is
+    replaced atomically."""
     begin, end = f"<!-- {tag}:begin {key} -->", f"<!-- {tag}:end {key} -->"
-    with open(doc, encoding="utf-8") as f:
-        text = f.read()
+    text = ""
+    if os.path.exists(doc):
+        with open(doc, encoding="utf-8") as f:
+            text = f.read()
     if begin in text and end in text:
         pre, rest = text.split(begin, 1)
         _, post = rest.split(end, 1)
@@ -61,7 +64,7 @@ def write_section(doc, tag, key, table, heading):
             after = text.index("-->", last) + 3
             heading_at = re.search(r"^##+ ", text[after:], re.MULTILINE)
             cut = after + heading_at.start() if heading_at else len(text)
-        section = f"### {heading}\n\n{begin}\n{table}\n{end}\n\n"
+        section = f"### {key}\n\n{begin}\n{table}\n{end}\n\n"
         text = text[:cut] + ("\n" if cut == len(text) else "") + section + text[cut:]
     tmp = doc + ".tmp"
     with open(tmp, "w", encoding="utf-8") as f:

@@ -541,7 +541,7 @@ print("\n" + text)
 
 if E["DOC"] == "1":
     doc = os.path.join(E["ROOT"], "docs", "performance.md")
-    cpu_kind.write_section(doc, "ct2", kind, text, kind)
+    cpu_kind.write_section(doc, "ct2", kind, text)
     print(f"\nwrote the table for {kind} into {doc}", file=sys.stderr)
 PY
 echo "total $(awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.0f", b - a }') s; outputs in $out" >&2

@@ -1,6 +1,6 @@
 //! Times single backend ops at the shapes of `s2s bench` (batch 64, source length 21, GRU 512,
 //! vocabulary 8000): the matrix products of a step and the element-wise functions around them,
-//! then the Transformer's decoding products as one worker core sees them (32 rows greedy, 160
+//! then decoding's products (GRU, FFN, output layer) as one worker core sees them (32 rows greedy, 160
 //! beam 5; run with `RAYON_NUM_THREADS=1` to time one core).
 //! `cargo run --release -p s2s-models --example op_probe`; see docs/performance.md.
 
