@@ -36,9 +36,12 @@ fn reference(x: &[f32], m: usize, w: &[f32], n: usize, k: usize, bias: &[f32]) -
     out
 }
 
-/// Shapes around the kernels' block sizes (16 outputs per panel, 4 inputs per group, 4 rows per
-/// call), including 1s and sizes one off.
-const SHAPES: [(usize, usize, usize); 12] = [
+/// Shapes around the kernels' block sizes (16 outputs per panel, 4 inputs per group, tiles of 4
+/// rows x 1 panel and 6 rows x 2 panels), including 1s and sizes one off.
+const SHAPES: [(usize, usize, usize); 15] = [
+    (6, 32, 8),
+    (12, 47, 20),
+    (11, 65, 33),
     (1, 1, 1),
     (1, 16, 4),
     (1, 17, 5),

@@ -66,6 +66,17 @@ impl Kernel {
         }
     }
 
+    /// The micro-kernel's tile: activation rows and 16-column panels per call. VNNI's sums take
+    /// 5 cycles before the next `vpdpbusd` into the same register can start, and a core issues
+    /// two per cycle: 6 rows x 2 panels keep 12 independent sums in flight (of 32 registers), where
+    /// 4 x 1 left the unit idle half the time. AVX2 has 16 registers, already more than full.
+    fn tile(self) -> (usize, usize) {
+        match self {
+            Kernel::Vnni => (6, 2),
+            Kernel::Avx2 | Kernel::Portable => (4, 1),
+        }
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Kernel::Vnni => "vnni",
@@ -130,6 +141,16 @@ impl std::fmt::Debug for Int8Matrix {
 /// An all-zero row has scale 0 and quantises to zeros.
 #[inline(always)]
 fn quantize_row(row: &[f32], out: &mut [i8]) -> f32 {
+    let (scale, inv) = row_scale(row);
+    for (q, &x) in out.iter_mut().zip(row) {
+        *q = quantize_value(x, inv);
+    }
+    scale
+}
+
+/// A row's scale (`max |x| / 127`) and its inverse (0 for an all-zero row).
+#[inline(always)]
+fn row_scale(row: &[f32]) -> (f32, f32) {
     // Lane-wise maxima first, so that the compiler vectorises the scan.
     let mut lanes = [0.0f32; 16];
     let chunks = row.chunks_exact(16);
@@ -144,12 +165,14 @@ fn quantize_row(row: &[f32], out: &mut [i8]) -> f32 {
         .fold(lanes.iter().fold(0.0f32, |a, &b| a.max(b)), |a, x| {
             a.max(x.abs())
         });
-    let scale = peak / 127.0;
-    let inv = if peak > 0.0 { 127.0 / peak } else { 0.0 };
-    for (q, &x) in out.iter_mut().zip(row) {
-        *q = (x * inv).round_ties_even().clamp(-127.0, 127.0) as i32 as i8;
-    }
-    scale
+    (peak / 127.0, if peak > 0.0 { 127.0 / peak } else { 0.0 })
+}
+
+/// `x / scale` rounded half to even and clamped to `[-127, 127]`; NaN (from an infinite or NaN
+/// input) quantises to 0.
+#[inline(always)]
+fn quantize_value(x: f32, inv: f32) -> i8 {
+    (x * inv).round_ties_even().clamp(-127.0, 127.0) as i32 as i8
 }
 
 impl Int8Matrix {
@@ -288,7 +311,8 @@ impl Int8Matrix {
             job.run(0..panels);
         } else {
             use rayon::prelude::*;
-            let per = panels.div_ceil(threads);
+            // Whole tiles per thread, so that only the last thread has a narrower one.
+            let per = panels.div_ceil(threads).next_multiple_of(kernel.tile().1);
             (0..threads)
                 .into_par_iter()
                 .for_each(|t| job.run(t * per..((t + 1) * per).min(panels)));
@@ -322,10 +346,46 @@ impl QuantizedRows {
         rows
     }
 
+    /// [`QuantizedRows::fill`] eight values at a time: the compiler leaves the saturating
+    /// float-to-int conversion of the plain loop scalar, and at the decoder's widths (256 outputs
+    /// per weight) quantising the activations then costs about as much as the product.
     #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2,fma")]
+    #[target_feature(enable = "avx2")]
     unsafe fn fill_avx2(&mut self, x: &[f32], k: usize) {
-        self.fill(x, k)
+        use std::arch::x86_64::*;
+        let (hi, lo) = (_mm256_set1_ps(127.0), _mm256_set1_ps(-127.0));
+        let offset = _mm256_set1_epi32(OFFSET);
+        for (r, scale) in self.scales.iter_mut().enumerate() {
+            let row = &x[r * k..(r + 1) * k];
+            let (s, inv) = row_scale(row);
+            *scale = s;
+            let out = &mut self.values[r * self.stride..r * self.stride + k];
+            let inv8 = _mm256_set1_ps(inv);
+            let whole = k / 8 * 8;
+            for (xs, qs) in row[..whole].chunks_exact(8).zip(out.chunks_exact_mut(8)) {
+                // SAFETY: `xs` is 8 floats and `qs` 8 bytes (one 256-bit load, one 64-bit store).
+                unsafe {
+                    let v = _mm256_mul_ps(_mm256_loadu_ps(xs.as_ptr()), inv8);
+                    // NaN to 0, as `quantize_value`'s `as i32` does; then the clamp, which commutes
+                    // with rounding (its bounds are integers).
+                    let v = _mm256_and_ps(v, _mm256_cmp_ps::<_CMP_ORD_Q>(v, v));
+                    let v = _mm256_max_ps(lo, _mm256_min_ps(hi, v));
+                    // Rounds half to even (the default rounding mode); 1..=255 after the offset.
+                    let q = _mm256_add_epi32(_mm256_cvtps_epi32(v), offset);
+                    // Per 128-bit lane: 32 -> 16 -> 8 bits, so each lane's first 4 bytes hold
+                    // its 4 values; then the two lanes' 4 bytes side by side.
+                    let q = _mm256_packus_epi16(_mm256_packs_epi32(q, q), q);
+                    let q = _mm_unpacklo_epi32(
+                        _mm256_castsi256_si128(q),
+                        _mm256_extracti128_si256::<1>(q),
+                    );
+                    _mm_storel_epi64(qs.as_mut_ptr() as *mut __m128i, q);
+                }
+            }
+            for (v, &x) in out[whole..].iter_mut().zip(&row[whole..]) {
+                *v = (quantize_value(x, inv) as i32 + OFFSET) as u8;
+            }
+        }
     }
 
     #[inline(always)]
@@ -356,8 +416,12 @@ struct Product<'a> {
     kernel: Kernel,
 }
 
-/// Rows of activations per micro-kernel call.
-const ROWS: usize = 4;
+/// The most activation rows and panels of any kernel's tile ([`Kernel::tile`]).
+const MAX_ROWS: usize = 6;
+const MAX_PANELS: usize = 2;
+
+/// A micro-kernel's integer sums: `[row][panel][column in the panel]`.
+type TileSums = [[[i32; PANEL]; MAX_PANELS]; MAX_ROWS];
 
 impl Product<'_> {
     /// Output columns of `panels`, compiled for the kernel's features (the epilogue included).
@@ -385,39 +449,46 @@ impl Product<'_> {
         self.panels(panels)
     }
 
-    /// Output columns `16 * panels` (clipped to the matrix).
+    /// Output columns `16 * panels` (clipped to the matrix), a tile of rows and panels at a time.
     #[inline(always)]
     fn panels(&self, panels: std::ops::Range<usize>) {
         let (m, groups) = (self.a.scales.len(), self.w.groups);
-        let mut sums = [[0i32; PANEL]; ROWS];
+        let (tile_rows, tile_panels) = self.kernel.tile();
+        let mut sums: TileSums = [[[0i32; PANEL]; MAX_PANELS]; MAX_ROWS];
         let size = groups * PANEL * GROUP;
-        for p in panels {
-            let panel = &self.w.packed[p * size..(p + 1) * size];
-            for r0 in (0..m).step_by(ROWS) {
-                let rows = ROWS.min(m - r0);
+        let mut p = panels.start;
+        while p < panels.end {
+            let np = tile_panels.min(panels.end - p);
+            let w = &self.w.packed[p * size..(p + np) * size];
+            for r0 in (0..m).step_by(tile_rows) {
+                let rows = tile_rows.min(m - r0);
                 let a = &self.a.values[r0 * self.a.stride..(r0 + rows) * self.a.stride];
                 let stride = self.a.stride;
                 match self.kernel {
                     #[cfg(target_arch = "x86_64")]
                     // SAFETY: `matmul_with` checked that the CPU has the kernel's features.
                     Kernel::Vnni => unsafe {
-                        vnni::dot_panel(a, stride, rows, panel, groups, &mut sums)
+                        vnni::dot_tile(a, stride, rows, w, np, groups, &mut sums)
                     },
                     #[cfg(target_arch = "x86_64")]
                     // SAFETY: as above.
                     Kernel::Avx2 => unsafe {
-                        avx2::dot_panel(a, stride, rows, panel, groups, &mut sums)
+                        avx2::dot_tile(a, stride, rows, w, np, groups, &mut sums)
                     },
-                    _ => dot_panel_plain(a, stride, rows, panel, groups, &mut sums),
+                    _ => dot_tile_plain(a, stride, rows, w, np, groups, &mut sums),
                 }
-                self.store(p, r0, rows, &sums);
+                for q in 0..np {
+                    self.store(p + q, r0, rows, &sums, q);
+                }
             }
+            p += np;
         }
     }
 
-    /// `out[r, c] = scale_a[r] * scale_w[c] * (sum - 128 * row_sum[c]) + bias[c]`.
+    /// `out[r, c] = scale_a[r] * scale_w[c] * (sum - 128 * row_sum[c]) + bias[c]` for panel `p`,
+    /// whose sums are the tile's panel `q`.
     #[inline(always)]
-    fn store(&self, p: usize, r0: usize, rows: usize, sums: &[[i32; PANEL]; ROWS]) {
+    fn store(&self, p: usize, r0: usize, rows: usize, sums: &TileSums, q: usize) {
         let n = self.w.rows;
         let c0 = p * PANEL;
         let width = PANEL.min(n - c0);
@@ -429,7 +500,7 @@ impl Product<'_> {
             // (`m * n` values), and no other thread writes these columns.
             let out =
                 unsafe { std::slice::from_raw_parts_mut(self.out.0.add((r0 + i) * n + c0), width) };
-            let sums = &sums[..width];
+            let sums = &sums[q][..width];
             for c in 0..width {
                 out[c] = (sums[c] - OFFSET * row_sums[c]) as f32 * (sa * scales[c]);
             }
@@ -442,59 +513,64 @@ impl Product<'_> {
     }
 }
 
-/// `sums[i][c] = sum_j a[i, j] * panel[c, j]` for `rows` (<= 4) activation rows `a` (unsigned,
-/// `stride` bytes apart) and one 16-row panel of `groups` column groups: the plain loops, which
-/// the compiler vectorises for whatever target they are compiled for.
+/// `sums[i][q][c] = sum_j a[i, j] * w[q][c, j]` for `rows` activation rows `a` (unsigned,
+/// `stride` bytes apart) and `np` consecutive 16-row panels `w` of `groups` column groups each:
+/// the plain loops, which the compiler vectorises for whatever target they are compiled for.
 #[inline(always)]
-fn dot_panel_plain(
+fn dot_tile_plain(
     a: &[u8],
     stride: usize,
     rows: usize,
-    panel: &[i8],
+    w: &[i8],
+    np: usize,
     groups: usize,
-    sums: &mut [[i32; PANEL]; ROWS],
+    sums: &mut TileSums,
 ) {
     for (i, sums) in sums.iter_mut().enumerate().take(rows) {
         let a = &a[i * stride..i * stride + groups * GROUP];
-        let mut acc = [0i32; PANEL];
-        for (g, b) in panel.chunks_exact(PANEL * GROUP).enumerate() {
-            let a = &a[g * GROUP..(g + 1) * GROUP];
-            for (c, b) in b.chunks_exact(GROUP).enumerate() {
-                let mut s = 0i32;
-                for j in 0..GROUP {
-                    s += a[j] as i32 * b[j] as i32;
+        let size = groups * PANEL * GROUP;
+        for (q, sums) in sums.iter_mut().enumerate().take(np) {
+            let panel = &w[q * size..(q + 1) * size];
+            let mut acc = [0i32; PANEL];
+            for (g, b) in panel.chunks_exact(PANEL * GROUP).enumerate() {
+                let a = &a[g * GROUP..(g + 1) * GROUP];
+                for (c, b) in b.chunks_exact(GROUP).enumerate() {
+                    let mut s = 0i32;
+                    for j in 0..GROUP {
+                        s += a[j] as i32 * b[j] as i32;
+                    }
+                    acc[c] += s;
                 }
-                acc[c] += s;
             }
+            *sums = acc;
         }
-        *sums = acc;
     }
 }
 
-/// A SIMD kernel's `dot_panel` ([`dot_panel_plain`] for the kernel's `features`): checks the sizes
-/// its pointer reads rely on and calls its `rows_n::<R>` with the row count as a constant. The
-/// caller's CPU must have the features, which `rows_n` needs too.
+/// A SIMD kernel's `dot_tile` ([`dot_tile_plain`] for the kernel's `features`): checks the sizes
+/// its pointer reads rely on and calls its `tile::<R, P>` with the tile's shape as constants, for
+/// the listed shapes (the kernel's [`Kernel::tile`] and every smaller one). The caller's CPU must
+/// have the features, which `tile` needs too.
 #[cfg(target_arch = "x86_64")]
-macro_rules! simd_dot_panel {
-    ($features:literal) => {
+macro_rules! simd_dot_tile {
+    ($features:literal, $(($r:literal, $p:literal)),+) => {
         #[target_feature(enable = $features)]
-        pub unsafe fn dot_panel(
+        pub unsafe fn dot_tile(
             a: &[u8],
             stride: usize,
             rows: usize,
-            panel: &[i8],
+            w: &[i8],
+            np: usize,
             groups: usize,
-            sums: &mut [[i32; PANEL]; ROWS],
+            sums: &mut TileSums,
         ) {
             debug_assert!(a.len() >= (rows - 1) * stride + groups * GROUP);
-            debug_assert!(panel.len() == groups * PANEL * GROUP);
+            debug_assert!(w.len() == np * groups * PANEL * GROUP);
             // SAFETY: the caller's CPU has this function's features (see above).
             unsafe {
-                match rows {
-                    4 => rows_n::<4>(a, stride, panel, groups, sums),
-                    3 => rows_n::<3>(a, stride, panel, groups, sums),
-                    2 => rows_n::<2>(a, stride, panel, groups, sums),
-                    _ => rows_n::<1>(a, stride, panel, groups, sums),
+                match (rows, np) {
+                    $(($r, $p) => tile::<$r, $p>(a, stride, w, groups, sums),)+
+                    _ => unreachable!("no {rows} x {np} tile in this kernel"),
                 }
             }
         }
@@ -503,61 +579,85 @@ macro_rules! simd_dot_panel {
 
 #[cfg(target_arch = "x86_64")]
 mod vnni {
-    use super::{GROUP, PANEL, ROWS};
+    use super::{GROUP, PANEL, TileSums};
     use std::arch::x86_64::*;
 
-    // [`super::dot_panel_plain`] with `vpdpbusd`: each step loads the panel's 64 bytes for one
+    // [`super::dot_tile_plain`] with `vpdpbusd`: each step loads every panel's 64 bytes for one
     // column group once and multiplies them by every row's 4 bytes, broadcast.
-    simd_dot_panel!("avx512f,avx512bw,avx512vnni");
+    simd_dot_tile!(
+        "avx512f,avx512bw,avx512vnni",
+        (6, 2),
+        (5, 2),
+        (4, 2),
+        (3, 2),
+        (2, 2),
+        (1, 2),
+        (6, 1),
+        (5, 1),
+        (4, 1),
+        (3, 1),
+        (2, 1),
+        (1, 1)
+    );
 
     #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
     #[inline]
-    unsafe fn rows_n<const R: usize>(
+    unsafe fn tile<const R: usize, const P: usize>(
         a: &[u8],
         stride: usize,
-        panel: &[i8],
+        w: &[i8],
         groups: usize,
-        sums: &mut [[i32; PANEL]; ROWS],
+        sums: &mut TileSums,
     ) {
-        let mut acc = [_mm512_setzero_si512(); R];
-        let (a, b) = (a.as_ptr(), panel.as_ptr());
+        let mut acc = [[_mm512_setzero_si512(); P]; R];
+        let (a, b) = (a.as_ptr(), w.as_ptr());
+        let size = groups * PANEL * GROUP;
         for g in 0..groups {
-            // SAFETY (all pointer reads): group `g < groups` of the panel is 64 bytes inside
-            // `panel`, and each row's 4 bytes at `g * 4` lie inside `a` (checked above).
-            let w = unsafe { _mm512_loadu_si512(b.add(g * PANEL * GROUP) as *const _) };
+            // SAFETY (all pointer reads): group `g < groups` of panel `q < P` is 64 bytes inside
+            // `w`, and each row's 4 bytes at `g * 4` lie inside `a` (checked above).
+            let mut w = [_mm512_setzero_si512(); P];
+            for (q, w) in w.iter_mut().enumerate() {
+                *w = unsafe { _mm512_loadu_si512(b.add(q * size + g * PANEL * GROUP) as *const _) };
+            }
             for (i, acc) in acc.iter_mut().enumerate() {
                 let x = unsafe { (a.add(i * stride + g * GROUP) as *const i32).read_unaligned() };
-                *acc = _mm512_dpbusd_epi32(*acc, _mm512_set1_epi32(x), w);
+                let x = _mm512_set1_epi32(x);
+                for (acc, w) in acc.iter_mut().zip(&w) {
+                    *acc = _mm512_dpbusd_epi32(*acc, x, *w);
+                }
             }
         }
-        for (i, acc) in acc.iter().enumerate() {
-            // SAFETY: `sums[i]` is 16 i32s, one 512-bit store.
-            unsafe { _mm512_storeu_si512(sums[i].as_mut_ptr() as *mut _, *acc) };
+        for (acc, sums) in acc.iter().zip(sums.iter_mut()) {
+            for (acc, sums) in acc.iter().zip(sums.iter_mut()) {
+                // SAFETY: `sums` is 16 i32s, one 512-bit store.
+                unsafe { _mm512_storeu_si512(sums.as_mut_ptr() as *mut _, *acc) };
+            }
         }
     }
 }
 
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
-    use super::{GROUP, PANEL, ROWS};
+    use super::{GROUP, PANEL, TileSums};
     use std::arch::x86_64::*;
 
-    // [`super::dot_panel_plain`] with AVX2: each step widens the panel's 64 bytes for one column
+    // [`super::dot_tile_plain`] with AVX2: each step widens the panel's 64 bytes for one column
     // group to 16 bits once (four registers of four columns x 4 bytes) and multiplies them by
     // every row's 4 bytes, widened and broadcast, with `vpmaddwd` (pairs of products added into
     // 32-bit lanes; 255 * 127 * 2 cannot overflow). Column `c` of a register ends as two lanes,
     // added at the end.
-    simd_dot_panel!("avx2");
+    simd_dot_tile!("avx2", (4, 1), (3, 1), (2, 1), (1, 1));
 
     #[target_feature(enable = "avx2")]
     #[inline]
-    unsafe fn rows_n<const R: usize>(
+    unsafe fn tile<const R: usize, const P: usize>(
         a: &[u8],
         stride: usize,
         panel: &[i8],
         groups: usize,
-        sums: &mut [[i32; PANEL]; ROWS],
+        sums: &mut TileSums,
     ) {
+        const { assert!(P == 1, "the AVX2 kernel's tiles are one panel wide") };
         let mut acc = [[_mm256_setzero_si256(); 4]; R];
         let (a, b) = (a.as_ptr(), panel.as_ptr());
         for g in 0..groups {
@@ -587,7 +687,7 @@ mod avx2 {
                 // SAFETY: `lanes` is 8 i32s, one 256-bit store.
                 unsafe { _mm256_storeu_si256(lanes.as_mut_ptr() as *mut __m256i, *acc) };
                 for c in 0..4 {
-                    sums[i][4 * q + c] = lanes[2 * c] + lanes[2 * c + 1];
+                    sums[i][0][4 * q + c] = lanes[2 * c] + lanes[2 * c + 1];
                 }
             }
         }
