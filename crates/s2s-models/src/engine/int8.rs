@@ -341,64 +341,75 @@ impl QuantizedRows {
             // SAFETY: `matmul_with` checked that the CPU has the kernel's features (VNNI's
             // include AVX2).
             Kernel::Vnni | Kernel::Avx2 => unsafe { rows.fill_avx2(x, k) },
-            _ => rows.fill(x, k),
+            _ => rows.fill(x, k, offset_row),
         }
         rows
     }
 
-    /// [`QuantizedRows::fill`] eight values at a time: the compiler leaves the saturating
-    /// float-to-int conversion of the plain loop scalar, and at the decoder's widths (256 outputs
-    /// per weight) quantising the activations then costs about as much as the product.
+    /// [`QuantizedRows::fill`] with [`offset_row_avx2`], compiled for AVX2 (the scan for each
+    /// row's scale included).
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2")]
     unsafe fn fill_avx2(&mut self, x: &[f32], k: usize) {
-        use std::arch::x86_64::*;
-        let (hi, lo) = (_mm256_set1_ps(127.0), _mm256_set1_ps(-127.0));
-        let offset = _mm256_set1_epi32(OFFSET);
+        // SAFETY: the caller's CPU has AVX2 (see above).
+        self.fill(x, k, |row, inv, out| unsafe {
+            offset_row_avx2(row, inv, out)
+        })
+    }
+
+    /// Each row of `x: [m, k]`: its scale, and its values quantised and shifted by `quantize`.
+    #[inline(always)]
+    fn fill(&mut self, x: &[f32], k: usize, quantize: impl Fn(&[f32], f32, &mut [u8])) {
         for (r, scale) in self.scales.iter_mut().enumerate() {
             let row = &x[r * k..(r + 1) * k];
             let (s, inv) = row_scale(row);
             *scale = s;
-            let out = &mut self.values[r * self.stride..r * self.stride + k];
-            let inv8 = _mm256_set1_ps(inv);
-            let whole = k / 8 * 8;
-            for (xs, qs) in row[..whole].chunks_exact(8).zip(out.chunks_exact_mut(8)) {
-                // SAFETY: `xs` is 8 floats and `qs` 8 bytes (one 256-bit load, one 64-bit store).
-                unsafe {
-                    let v = _mm256_mul_ps(_mm256_loadu_ps(xs.as_ptr()), inv8);
-                    // NaN to 0, as `quantize_value`'s `as i32` does; then the clamp, which commutes
-                    // with rounding (its bounds are integers).
-                    let v = _mm256_and_ps(v, _mm256_cmp_ps::<_CMP_ORD_Q>(v, v));
-                    let v = _mm256_max_ps(lo, _mm256_min_ps(hi, v));
-                    // Rounds half to even (the default rounding mode); 1..=255 after the offset.
-                    let q = _mm256_add_epi32(_mm256_cvtps_epi32(v), offset);
-                    // Per 128-bit lane: 32 -> 16 -> 8 bits, so each lane's first 4 bytes hold
-                    // its 4 values; then the two lanes' 4 bytes side by side.
-                    let q = _mm256_packus_epi16(_mm256_packs_epi32(q, q), q);
-                    let q = _mm_unpacklo_epi32(
-                        _mm256_castsi256_si128(q),
-                        _mm256_extracti128_si256::<1>(q),
-                    );
-                    _mm_storel_epi64(qs.as_mut_ptr() as *mut __m128i, q);
-                }
-            }
-            for (v, &x) in out[whole..].iter_mut().zip(&row[whole..]) {
-                *v = (quantize_value(x, inv) as i32 + OFFSET) as u8;
-            }
+            quantize(
+                row,
+                inv,
+                &mut self.values[r * self.stride..r * self.stride + k],
+            );
         }
     }
+}
 
-    #[inline(always)]
-    fn fill(&mut self, x: &[f32], k: usize) {
-        let mut q = vec![0i8; k];
-        for (r, scale) in self.scales.iter_mut().enumerate() {
-            *scale = quantize_row(&x[r * k..(r + 1) * k], &mut q);
-            let row = &mut self.values[r * self.stride..r * self.stride + k];
-            for (v, &q) in row.iter_mut().zip(&q) {
-                *v = (q as i32 + OFFSET) as u8;
-            }
+/// `out = quantize_value(row, inv) + 128`, value by value.
+#[inline(always)]
+fn offset_row(row: &[f32], inv: f32, out: &mut [u8]) {
+    for (v, &x) in out.iter_mut().zip(row) {
+        *v = (quantize_value(x, inv) as i32 + OFFSET) as u8;
+    }
+}
+
+/// [`offset_row`] eight values at a time: the compiler leaves the plain loop's saturating
+/// float-to-int conversion scalar, and at the decoder's widths (256 outputs per weight)
+/// quantising the activations then costs about as much as the product.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn offset_row_avx2(row: &[f32], inv: f32, out: &mut [u8]) {
+    use std::arch::x86_64::*;
+    let (hi, lo) = (_mm256_set1_ps(127.0), _mm256_set1_ps(-127.0));
+    let offset = _mm256_set1_epi32(OFFSET);
+    let inv8 = _mm256_set1_ps(inv);
+    let whole = row.len() / 8 * 8;
+    for (xs, qs) in row[..whole].chunks_exact(8).zip(out.chunks_exact_mut(8)) {
+        // SAFETY: `xs` is 8 floats and `qs` 8 bytes (one 256-bit load, one 64-bit store).
+        unsafe {
+            let v = _mm256_mul_ps(_mm256_loadu_ps(xs.as_ptr()), inv8);
+            // NaN to 0, as `quantize_value`'s `as i32` does; then the clamp, which commutes
+            // with rounding (its bounds are integers).
+            let v = _mm256_and_ps(v, _mm256_cmp_ps::<_CMP_ORD_Q>(v, v));
+            let v = _mm256_max_ps(lo, _mm256_min_ps(hi, v));
+            // Rounds half to even (the default rounding mode); 1..=255 after the offset.
+            let q = _mm256_add_epi32(_mm256_cvtps_epi32(v), offset);
+            // Per 128-bit lane: 32 -> 16 -> 8 bits, so each lane's first 4 bytes hold its 4
+            // values; then the two lanes' 4 bytes side by side.
+            let q = _mm256_packus_epi16(_mm256_packs_epi32(q, q), q);
+            let q = _mm_unpacklo_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256::<1>(q));
+            _mm_storel_epi64(qs.as_mut_ptr() as *mut __m128i, q);
         }
     }
+    offset_row(&row[whole..], inv, &mut out[whole..]);
 }
 
 /// The output, written by several threads at once, each to its own columns.
@@ -526,9 +537,9 @@ fn dot_tile_plain(
     groups: usize,
     sums: &mut TileSums,
 ) {
+    let size = groups * PANEL * GROUP;
     for (i, sums) in sums.iter_mut().enumerate().take(rows) {
         let a = &a[i * stride..i * stride + groups * GROUP];
-        let size = groups * PANEL * GROUP;
         for (q, sums) in sums.iter_mut().enumerate().take(np) {
             let panel = &w[q * size..(q + 1) * size];
             let mut acc = [0i32; PANEL];
