@@ -344,8 +344,10 @@ pub fn read_data_toml(dir: impl AsRef<Path>) -> Result<DataToml> {
 pub fn load_data_dir(path: impl AsRef<Path>) -> Result<DataDir> {
     let dir = path.as_ref();
     let meta = read_data_toml(dir)?;
-    let src_tokenizer = TextTokenizer::from_file(dir.join(&meta.tokenizers.src.file))?;
-    let tgt_tokenizer = TextTokenizer::from_file(dir.join(&meta.tokenizers.tgt.file))?;
+    let (src_tokenizer, tgt_tokenizer) = TextTokenizer::pair_from_files(
+        dir.join(&meta.tokenizers.src.file),
+        dir.join(&meta.tokenizers.tgt.file),
+    )?;
     if src_tokenizer.specials() != tgt_tokenizer.specials() {
         return Err(DataError::Config(format!(
             "the tokenizers of {} reserve different special ids ({:?} and {:?}); fix: re-run `s2s prepare`",

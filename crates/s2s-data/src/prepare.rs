@@ -359,10 +359,7 @@ pub fn prepare(cfg: &PrepareConfig, progress: &dyn Fn(&str)) -> Result<DataToml>
     // Tokenizers, trained on the cleaned training split (or given).
     let (src_tok, tgt_tok) = if let Some((src, tgt)) = &cfg.tokenizers_from {
         progress("loading the given tokenizers");
-        let (s, t) = (
-            TextTokenizer::from_file(src)?,
-            TextTokenizer::from_file(tgt)?,
-        );
+        let (s, t) = TextTokenizer::pair_from_files(src, tgt)?;
         if s.specials() != t.specials() {
             return Err(DataError::Config(format!(
                 "{} and {} reserve different special ids; fix: pass the two tokenizers of one model",

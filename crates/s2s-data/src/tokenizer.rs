@@ -18,6 +18,7 @@
 //! never holds `▁` markers and never gains spaces between Chinese characters.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use tokenizers::decoders::DecoderWrapper;
@@ -313,11 +314,13 @@ pub const FOREIGN_PREFIX: char = ' ';
 /// tokenizer whose segmentation model has the reserved entries renamed out of reach of any text
 /// (same ids, same scores: text without those names segments exactly as before), with the
 /// extraction of special tokens from the text turned off.
+///
+/// Clones share both tokenizers (a unigram model's lookup trie alone takes megabytes).
 #[derive(Clone)]
 pub struct TextTokenizer {
-    inner: Tokenizer,
+    inner: Arc<Tokenizer>,
     /// `inner` as it encodes text: see the type's docs.
-    encoder: Tokenizer,
+    encoder: Arc<Tokenizer>,
     /// The ids that text never produces (sorted): the specials, the special added tokens and,
     /// in a Marian vocabulary, the target-language tags. A language tag at the start of the text
     /// is the exception (see [`TextTokenizer::try_encode`]).
@@ -478,7 +481,27 @@ impl TextTokenizer {
     pub fn from_file(path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref();
         let json = std::fs::read_to_string(path).map_err(|e| DataError::io(path, e))?;
-        Self::from_json(&json).map_err(|e| match e {
+        Self::from_file_text(path, &json)
+    }
+
+    /// Loads a source and a target tokenizer; when the two files are the same (a joint
+    /// vocabulary), the target shares the source's tokenizer instead of holding a second copy.
+    pub fn pair_from_files(src: impl AsRef<Path>, tgt: impl AsRef<Path>) -> Result<(Self, Self)> {
+        let (src, tgt) = (src.as_ref(), tgt.as_ref());
+        let src_json = std::fs::read_to_string(src).map_err(|e| DataError::io(src, e))?;
+        let tgt_json = std::fs::read_to_string(tgt).map_err(|e| DataError::io(tgt, e))?;
+        let src_tok = Self::from_file_text(src, &src_json)?;
+        let tgt_tok = if tgt_json == src_json {
+            src_tok.clone()
+        } else {
+            Self::from_file_text(tgt, &tgt_json)?
+        };
+        Ok((src_tok, tgt_tok))
+    }
+
+    /// [`TextTokenizer::from_json`] with errors naming `path`.
+    fn from_file_text(path: &Path, json: &str) -> Result<Self> {
+        Self::from_json(json).map_err(|e| match e {
             DataError::Tokenizer { message, .. } => DataError::Tokenizer {
                 what: path.display().to_string(),
                 message,
@@ -513,8 +536,8 @@ impl TextTokenizer {
             message,
         })?;
         Ok(Self {
-            inner,
-            encoder,
+            inner: Arc::new(inner),
+            encoder: Arc::new(encoder),
             reserved,
             specials,
             has_foreign,
@@ -687,6 +710,12 @@ impl TextTokenizer {
     /// The id of a raw token string, if any.
     pub fn token_to_id(&self, token: &str) -> Option<u32> {
         self.inner.token_to_id(token)
+    }
+
+    /// Whether `self` and `other` are one tokenizer in memory (clones, or a joint vocabulary
+    /// loaded by [`TextTokenizer::pair_from_files`]).
+    pub fn shares_memory_with(&self, other: &TextTokenizer) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner) && Arc::ptr_eq(&self.encoder, &other.encoder)
     }
 
     /// The wrapped HF tokenizer.

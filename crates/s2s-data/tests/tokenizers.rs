@@ -164,6 +164,40 @@ fn loading_rejects_bad_json_with_the_file_name() {
     );
 }
 
+/// Identical source and target files (a joint vocabulary) load as one tokenizer shared by both
+/// sides; different files load as two, each from its own file; a bad second file is named.
+#[test]
+fn pair_loading_shares_a_joint_vocabulary() {
+    let (en, zh) = (cleaned("train.en"), cleaned("train.zh"));
+    let dir = tempfile::tempdir().unwrap();
+    let (src, tgt, other) = (
+        dir.path().join("tokenizer.src.json"),
+        dir.path().join("tokenizer.tgt.json"),
+        dir.path().join("other.json"),
+    );
+    let joint = train(TokenizerKind::Unigram, &en, 400);
+    joint.save(&src).unwrap();
+    joint.save(&tgt).unwrap();
+    let (s, t) = TextTokenizer::pair_from_files(&src, &tgt).unwrap();
+    assert!(s.shares_memory_with(&t));
+    assert_eq!(t.encode(&en[3]), joint.encode(&en[3]));
+    assert_eq!(t.decode(&joint.encode(&en[3])), en[3]);
+
+    train(TokenizerKind::Char, &zh, 300).save(&other).unwrap();
+    let (s, t) = TextTokenizer::pair_from_files(&src, &other).unwrap();
+    assert!(!s.shares_memory_with(&t));
+    assert_eq!(s.encode(&en[3]), joint.encode(&en[3]));
+    assert_eq!(t.kind(), Some(TokenizerKind::Char));
+    assert_eq!(t.decode(&t.encode(&zh[5])), zh[5]);
+
+    std::fs::write(&other, "{not json").unwrap();
+    let err = TextTokenizer::pair_from_files(&src, &other)
+        .err()
+        .expect("a bad target file is an error")
+        .to_string();
+    assert!(err.contains("other.json"), "{err}");
+}
+
 /// A unigram tokenizer written as a SentencePiece model and read back the way an imported Marian
 /// model's is segments every line identically (what `s2s export hf-marian` relies on).
 #[test]

@@ -146,20 +146,21 @@ pub struct LoadedModel {
 pub fn load(dir: &Path, device: &Device) -> Result<LoadedModel, InferError> {
     let run = read_run_config(dir)?;
     let data = s2s_data::read_data_toml(dir).map_err(|e| InferError::Config(e.to_string()))?;
-    let tok = |name: &str, want: usize| -> Result<TextTokenizer, InferError> {
-        let path = dir.join(name);
-        let t = TextTokenizer::from_file(&path).map_err(|e| InferError::Config(e.to_string()))?;
+    let (src_tokenizer, tgt_tokenizer) =
+        TextTokenizer::pair_from_files(dir.join(SRC_TOKENIZER), dir.join(TGT_TOKENIZER))
+            .map_err(|e| InferError::Config(e.to_string()))?;
+    for (t, name, want) in [
+        (&src_tokenizer, SRC_TOKENIZER, run.src_vocab),
+        (&tgt_tokenizer, TGT_TOKENIZER, run.tgt_vocab),
+    ] {
         if t.vocab_size() != want {
             return Err(InferError::Config(format!(
                 "{} has {} tokens but {CONFIG} says the model's vocabulary has {want}: the tokenizer does not belong to this model; copy the one it was trained with",
-                path.display(),
+                dir.join(name).display(),
                 t.vocab_size()
             )));
         }
-        Ok(t)
-    };
-    let src_tokenizer = tok(SRC_TOKENIZER, run.src_vocab)?;
-    let tgt_tokenizer = tok(TGT_TOKENIZER, run.tgt_vocab)?;
+    }
     let weights = weights(dir)?;
     let model = Seq2SeqModel::for_loading(&run.model, run.src_vocab, run.tgt_vocab, device)
         .map_err(InferError::Config)?;

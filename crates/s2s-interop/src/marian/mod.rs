@@ -316,8 +316,10 @@ pub fn export(model_dir: &Path, out: &Path, force: bool) -> Result<Exported> {
             model_dir.display()
         )));
     };
-    let src_tok = TextTokenizer::from_file(model_dir.join(SRC_TOKENIZER))?;
-    let tgt_tok = TextTokenizer::from_file(model_dir.join(TGT_TOKENIZER))?;
+    let (src_tok, tgt_tok) = TextTokenizer::pair_from_files(
+        model_dir.join(SRC_TOKENIZER),
+        model_dir.join(TGT_TOKENIZER),
+    )?;
     let s = tgt_tok.specials();
     let v = tgt_tok.vocab_size();
     let has_spm = model_dir.join(SRC_SPM).exists() && model_dir.join(TGT_SPM).exists();
