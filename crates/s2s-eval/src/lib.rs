@@ -17,6 +17,7 @@
 
 mod bleu;
 mod chrf;
+mod error_rate;
 mod files;
 mod pystr;
 mod report;
@@ -29,6 +30,7 @@ pub use bleu::{
     corpus_bleu_stats, segment_bleu_stats, sentence_bleu,
 };
 pub use chrf::{ChrfConfig, ChrfScore, corpus_chrf, segment_chrf_stats, sentence_chrf};
+pub use error_rate::{ErrorCounts, Units, corpus_error_counts};
 pub use files::{EvalInputs, load_inputs, read_lines};
 pub use report::{EvalOptions, EvalReport, Metric, evaluate};
 pub use tokenizer::Tokenize;
@@ -50,7 +52,7 @@ pub enum EvalError {
         "unknown smoothing method {0:?} (expected exp, none, floor, add-k, or floor[V], add-k[V])"
     )]
     UnknownSmooth(String),
-    #[error("unknown metric {0:?} (expected bleu, chrf or chrf++)")]
+    #[error("unknown metric {0:?} (expected bleu, chrf, chrf++, wer, cer, per or ser)")]
     UnknownMetric(String),
     #[error("invalid configuration: {0}")]
     InvalidConfig(String),

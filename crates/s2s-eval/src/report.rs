@@ -7,8 +7,8 @@ use std::str::FromStr;
 use serde_json::{Map, Value, json};
 
 use crate::{
-    BleuConfig, BleuScore, ChrfConfig, ChrfScore, EvalError, EvalInputs, Tokenize, corpus_bleu,
-    corpus_chrf,
+    BleuConfig, BleuScore, ChrfConfig, ChrfScore, ErrorCounts, EvalError, EvalInputs, Tokenize,
+    Units, corpus_bleu, corpus_chrf, corpus_error_counts,
 };
 
 /// A corpus-level metric.
@@ -20,6 +20,14 @@ pub enum Metric {
     Chrf,
     /// `chrf++` (chrF2++)
     ChrfPlusPlus,
+    /// `wer`: word error rate (edits over reference words)
+    Wer,
+    /// `cer`: character error rate
+    Cer,
+    /// `per`: phoneme error rate (WER's arithmetic over space-separated phonemes)
+    Per,
+    /// `ser`: sequence error rate (outputs equal to none of their references; G2P's "WER")
+    Ser,
 }
 
 impl Metric {
@@ -29,6 +37,34 @@ impl Metric {
             Metric::Bleu => "bleu",
             Metric::Chrf => "chrf",
             Metric::ChrfPlusPlus => "chrf++",
+            Metric::Wer => "wer",
+            Metric::Cer => "cer",
+            Metric::Per => "per",
+            Metric::Ser => "ser",
+        }
+    }
+
+    /// Every metric, in the order reports list them.
+    pub const ALL: [Metric; 7] = [
+        Metric::Bleu,
+        Metric::Chrf,
+        Metric::ChrfPlusPlus,
+        Metric::Wer,
+        Metric::Cer,
+        Metric::Per,
+        Metric::Ser,
+    ];
+
+    /// How it is printed.
+    pub fn display_name(self) -> &'static str {
+        match self {
+            Metric::Bleu => "BLEU",
+            Metric::Chrf => "chrF2",
+            Metric::ChrfPlusPlus => "chrF2++",
+            Metric::Wer => "WER",
+            Metric::Cer => "CER",
+            Metric::Per => "PER",
+            Metric::Ser => "SER",
         }
     }
 }
@@ -39,7 +75,7 @@ impl fmt::Display for Metric {
     }
 }
 
-/// Case-insensitive: `bleu`, `chrf`, `chrf++` (also `chrfpp`).
+/// Case-insensitive: `bleu`, `chrf`, `chrf++` (also `chrfpp`), `wer`, `cer`, `per`, `ser`.
 impl FromStr for Metric {
     type Err = EvalError;
 
@@ -48,6 +84,10 @@ impl FromStr for Metric {
             "bleu" => Ok(Metric::Bleu),
             "chrf" => Ok(Metric::Chrf),
             "chrf++" | "chrfpp" => Ok(Metric::ChrfPlusPlus),
+            "wer" => Ok(Metric::Wer),
+            "cer" => Ok(Metric::Cer),
+            "per" => Ok(Metric::Per),
+            "ser" => Ok(Metric::Ser),
             _ => Err(EvalError::UnknownMetric(s.to_owned())),
         }
     }
@@ -78,6 +118,8 @@ pub struct EvalReport {
     pub bleu: Option<BleuScore>,
     pub chrf: Option<ChrfScore>,
     pub chrf_plus_plus: Option<ChrfScore>,
+    /// The error rates requested (`wer`, `cer`, `per`, `ser`), in the order asked.
+    pub error_rates: Vec<(Metric, ErrorCounts)>,
 }
 
 /// Scores `inputs` with every metric in `opts.metrics`.
@@ -86,6 +128,7 @@ pub fn evaluate(inputs: &EvalInputs, opts: &EvalOptions) -> Result<EvalReport, E
         bleu: None,
         chrf: None,
         chrf_plus_plus: None,
+        error_rates: Vec::new(),
     };
     for &metric in &opts.metrics {
         match metric {
@@ -113,6 +156,16 @@ pub fn evaluate(inputs: &EvalInputs, opts: &EvalOptions) -> Result<EvalReport, E
                 } else {
                     report.chrf_plus_plus = score;
                 }
+            }
+            Metric::Wer | Metric::Cer | Metric::Per | Metric::Ser => {
+                let units = if metric == Metric::Cer {
+                    Units::Chars
+                } else {
+                    Units::Tokens
+                };
+                let counts =
+                    corpus_error_counts(&inputs.hyps, &inputs.refs, units, opts.lowercase)?;
+                report.error_rates.push((metric, counts));
             }
         }
     }
@@ -165,6 +218,25 @@ impl EvalReport {
         if let Some(c) = &self.chrf_plus_plus {
             obj.insert("chrf++".into(), chrf_json(c, width));
         }
+        for &(metric, c) in &self.error_rates {
+            let value = if metric == Metric::Ser {
+                json!({
+                    "name": metric.display_name(),
+                    "score": finite(round_to(c.sequence_rate(), width)),
+                    "wrong": c.wrong_segments,
+                    "segments": c.segments,
+                })
+            } else {
+                json!({
+                    "name": metric.display_name(),
+                    "score": finite(round_to(c.rate(), width)),
+                    "edits": c.edits,
+                    "ref_units": c.ref_units,
+                    "segments": c.segments,
+                })
+            };
+            obj.insert(metric.name().into(), value);
+        }
         Value::Object(obj).to_string()
     }
 
@@ -186,6 +258,31 @@ impl EvalReport {
                 c.signature
             ));
         }
+        for &(metric, c) in &self.error_rates {
+            let line = match metric {
+                Metric::Ser => format!(
+                    "SER = {:.width$} ({} of {} outputs match no reference)",
+                    c.sequence_rate(),
+                    c.wrong_segments,
+                    c.segments
+                ),
+                _ => format!(
+                    "{} = {:.width$} ({} edits / {} reference {}, {} segments)",
+                    metric.display_name(),
+                    c.rate(),
+                    c.edits,
+                    c.ref_units,
+                    match metric {
+                        Metric::Cer => "characters",
+                        Metric::Per => "phonemes",
+                        _ => "words",
+                    },
+                    c.segments
+                ),
+            };
+            out.push_str(&line);
+            out.push('\n');
+        }
         out
     }
 }
@@ -196,11 +293,12 @@ mod tests {
 
     #[test]
     fn metric_names() {
-        for m in [Metric::Bleu, Metric::Chrf, Metric::ChrfPlusPlus] {
+        for m in Metric::ALL {
             assert_eq!(m.to_string().parse::<Metric>().unwrap(), m);
         }
         assert_eq!("chrF++".parse::<Metric>().unwrap(), Metric::ChrfPlusPlus);
         assert!("ter".parse::<Metric>().is_err());
+        assert_eq!("WER".parse::<Metric>().unwrap(), Metric::Wer);
     }
 
     #[test]

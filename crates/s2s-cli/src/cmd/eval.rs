@@ -1,12 +1,14 @@
 //! `s2s eval`: score a hypothesis file against references with sacreBLEU-compatible BLEU and
-//! chrF. Argument parsing and printing only; the work is in `s2s-eval`.
+//! chrF, and edit-distance error rates. Argument parsing and printing only; the work is in
+//! `s2s-eval`.
 
 use std::path::PathBuf;
 
 use s2s_eval::{EvalOptions, Metric, Tokenize};
 
 /// Score a hypothesis file against one or more references with BLEU, chrF and chrF++,
-/// computed exactly as sacreBLEU 2.x computes them.
+/// computed exactly as sacreBLEU 2.x computes them, and with error rates (WER and CER as jiwer
+/// computes them; PER and SER for grapheme-to-phoneme).
 ///
 /// Files are UTF-8, one segment per line; every file must have the same number of lines. An
 /// empty hypothesis file scores 0. Signatures follow sacreBLEU's but name this tool's version
@@ -30,7 +32,12 @@ pub struct EvalArgs {
     #[arg(long, short = 'l')]
     pub lowercase: bool,
 
-    /// Comma-separated metrics to compute: bleu, chrf (chrF2), chrf++ (chrF2++).
+    /// Comma-separated metrics to compute: bleu, chrf (chrF2), chrf++ (chrF2++), wer (word
+    /// error rate: edits over reference words), cer (the same over characters), per (phoneme
+    /// error rate: WER over space-separated phonemes), ser (sequence error rate: outputs equal
+    /// to none of their references, what G2P papers call WER). With several --ref files the
+    /// error rates count each line against its closest reference, and an empty line in the
+    /// second and later files means "no further reference".
     #[arg(
         long,
         short = 'm',
@@ -40,8 +47,8 @@ pub struct EvalArgs {
     )]
     pub metrics: Vec<Metric>,
 
-    /// Print a single JSON object with one key per metric ("bleu", "chrf", "chrf++") instead of
-    /// the human-readable summary.
+    /// Print a single JSON object with one key per metric ("bleu", "chrf", "chrf++", "wer",
+    /// ...) instead of the human-readable summary.
     #[arg(long)]
     pub json: bool,
 
