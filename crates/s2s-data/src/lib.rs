@@ -7,6 +7,7 @@
 //!   ([`sentencepiece`] converts and writes SentencePiece models).
 //! - [`epoch_batches`] and [`Batch`] turn a split into padded batches under a token budget,
 //!   deterministically for a given seed and epoch.
+//! - [`g2p`] splits a CMUdict-format pronouncing dictionary into such files by word lists.
 //! - [`atomic_write`] writes a file atomically (temp file, fsync, rename, fsync of the
 //!   directory).
 //!
@@ -17,6 +18,7 @@ pub mod batch;
 pub mod clean;
 pub mod datadir;
 pub mod error;
+pub mod g2p;
 pub mod io;
 pub mod prepare;
 pub mod sentencepiece;

@@ -1,9 +1,10 @@
-//! `s2s data`: benchmark corpora. The fetching and checking is in `crate::datasets`.
+//! `s2s data`: benchmark corpora. The fetching and checking is in `crate::datasets`; splitting a
+//! pronouncing dictionary is `s2s_data::g2p`.
 
 use anyhow::Result;
 use std::path::PathBuf;
 
-/// Get benchmark corpora.
+/// Get benchmark corpora, and turn a pronouncing dictionary into G2P files.
 #[derive(clap::Args)]
 pub struct DataArgs {
     #[command(subcommand)]
@@ -14,6 +15,8 @@ pub struct DataArgs {
 pub enum DataCommand {
     /// Download a corpus (or copy it from a local folder) and verify its sha256 sums.
     Get(GetArgs),
+    /// Split a CMUdict-format pronouncing dictionary into grapheme-to-phoneme text files.
+    G2p(G2pArgs),
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -40,8 +43,71 @@ pub struct GetArgs {
     pub from: Option<PathBuf>,
 }
 
+/// Split a CMUdict-format pronouncing dictionary into grapheme-to-phoneme text files.
+///
+/// Writes train.src/train.tgt (every pronunciation of every training word, one pair per line),
+/// valid.src/valid.tgt (--valid-words words taken evenly from the training list, first
+/// pronunciations) and test.src, test.tgt, test.tgt.2, ... (one line per test word: its first
+/// pronunciation, then its alternatives, an empty line where it has none). Then:
+///
+///   s2s prepare --train-src OUT/train.src --train-tgt OUT/train.tgt --valid-src OUT/valid.src \
+///     --valid-tgt OUT/valid.tgt --src-tokenizer char --tgt-tokenizer word --out DATA_DIR
+///
+///   s2s eval --hyp HYP --ref OUT/test.tgt --ref OUT/test.tgt.2 ... --metrics ser,per
+///
+/// SER (outputs equal to none of the word's pronunciations) is what G2P papers call word error
+/// rate; PER counts phoneme edits against the closest pronunciation.
+#[derive(clap::Args)]
+pub struct G2pArgs {
+    /// The dictionary: `word PH1 PH2 ...` per line, `word(2) ...` for a second pronunciation,
+    /// `#` starting a comment (cmudict.dict's format).
+    #[arg(long, value_name = "FILE")]
+    pub dict: PathBuf,
+    /// Training words, one per line.
+    #[arg(long, value_name = "FILE")]
+    pub train_words: PathBuf,
+    /// Test words, one per line.
+    #[arg(long, value_name = "FILE")]
+    pub test_words: PathBuf,
+    /// Validation words, taken evenly from the training list.
+    #[arg(long, value_name = "N", default_value_t = 1000)]
+    pub valid_words: usize,
+    /// Folder to write the files into.
+    #[arg(long)]
+    pub out: PathBuf,
+}
+
+fn g2p(args: G2pArgs) -> Result<()> {
+    use s2s_data::g2p;
+    let dict = g2p::read_dictionary(&args.dict)?;
+    let train = g2p::read_word_list(&args.train_words)?;
+    let test = g2p::read_word_list(&args.test_words)?;
+    let summary = g2p::write_split_files(
+        &dict,
+        (&args.train_words, train),
+        (&args.test_words, test),
+        args.valid_words,
+        &args.out,
+    )?;
+    for p in &summary.files {
+        println!("{}", p.display());
+    }
+    eprintln!(
+        "{} words in {}; train: {} words, {} pairs; valid: {} words; test: {} words, {} reference file(s)",
+        dict.words.len(),
+        args.dict.display(),
+        summary.train_words,
+        summary.train_pairs,
+        summary.valid_words,
+        summary.test_words,
+        summary.test_refs
+    );
+    Ok(())
+}
+
 pub fn run(args: DataArgs) -> Result<()> {
     match args.command {
+        DataCommand::G2p(g) => g2p(g),
         DataCommand::Get(get) => match get.dataset {
             Dataset::Multi30k => {
                 for p in crate::datasets::get_multi30k(&get.out, get.from.as_deref())? {
