@@ -191,10 +191,10 @@ fn pair_loading_shares_a_joint_vocabulary() {
     assert_eq!(t.decode(&t.encode(&zh[5])), zh[5]);
 
     std::fs::write(&other, "{not json").unwrap();
-    let err = TextTokenizer::pair_from_files(&src, &other)
-        .err()
-        .expect("a bad target file is an error")
-        .to_string();
+    let Err(err) = TextTokenizer::pair_from_files(&src, &other) else {
+        panic!("a bad target file is an error");
+    };
+    let err = err.to_string();
     assert!(err.contains("other.json"), "{err}");
 }
 
