@@ -54,18 +54,20 @@ refs=()
 for f in "$out/text"/test.tgt "$out/text"/test.tgt.*; do refs+=(--ref "$f"); done
 {
     echo "Measured $(date -u '+%Y-%m-%d %H:%M') UTC on $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores;"
-    echo "trained $trained_s s ($(tail -n 1 "$out/model/metrics.jsonl" | grep -o '"step":[0-9]*' | head -1))."
+    steps=$(tail -n 1 "$out/model/metrics.jsonl" | python3 -c 'import json,sys; print(json.load(sys.stdin)["step"])')
+    echo "trained $trained_s s ($steps steps)."
     echo
     echo "| search | SER % (word error rate) | PER % | decode s |"
     echo "|---|---:|---:|---:|"
     for search in greedy beam; do
-        t0=$(date +%s.%N)
+        t0=$(date +%s%N)
         "$s2s" translate --model "$out/model" --search "$search" --batch-size 64 \
             --input "$out/text/test.src" --output "$out/hyp/$search.txt"
-        t1=$(date +%s.%N)
+        t1=$(date +%s%N)
         json=$("$s2s" eval --hyp "$out/hyp/$search.txt" "${refs[@]}" --metrics ser,per --json)
         ser=$(echo "$json" | python3 -c 'import json,sys; print(json.load(sys.stdin)["ser"]["score"])')
         per=$(echo "$json" | python3 -c 'import json,sys; print(json.load(sys.stdin)["per"]["score"])')
-        printf '| %s | %s | %s | %.1f |\n' "$search" "$ser" "$per" "$(echo "$t1 - $t0" | bc)"
+        ds=$(( (t1 - t0) / 100000000 ))  # tenths of a second
+        printf '| %s | %s | %s | %d.%d |\n' "$search" "$ser" "$per" $((ds / 10)) $((ds % 10))
     done
 } | tee "$out/results.md"

@@ -7,6 +7,7 @@ mod common;
 use common::{run, s2s, stderr};
 use serde_json::Value;
 use std::path::Path;
+use std::process::Output;
 
 fn write(dir: &Path, name: &str, text: &str) {
     std::fs::write(dir.join(name), text).unwrap();
@@ -14,6 +15,20 @@ fn write(dir: &Path, name: &str, text: &str) {
 
 fn read(dir: &Path, name: &str) -> String {
     std::fs::read_to_string(dir.join(name)).unwrap()
+}
+
+/// `s2s data g2p` on `dir/DICT` with `dir/train.words` and `dir/test.words`.
+fn data_g2p(dir: &Path, dict: &str, valid_words: &str, out: &Path) -> Output {
+    let mut c = s2s();
+    c.args(["data", "g2p", "--valid-words", valid_words, "--dict"])
+        .arg(dir.join(dict))
+        .arg("--train-words")
+        .arg(dir.join("train.words"))
+        .arg("--test-words")
+        .arg(dir.join("test.words"))
+        .arg("--out")
+        .arg(out);
+    run(c)
 }
 
 fn eval_json(hyp: &Path, refs: &[&Path]) -> Value {
@@ -52,16 +67,7 @@ fn dictionary_to_files_to_prepare_and_scores() {
     write(&src, "test.words", "tomato\nhello\n");
 
     let text = root.path().join("text");
-    let mut c = s2s();
-    c.args(["data", "g2p", "--valid-words", "2", "--dict"])
-        .arg(src.join("d.dict"))
-        .arg("--train-words")
-        .arg(src.join("train.words"))
-        .arg("--test-words")
-        .arg(src.join("test.words"))
-        .arg("--out")
-        .arg(&text);
-    let out = run(c);
+    let out = data_g2p(&src, "d.dict", "2", &text);
     assert!(out.status.success(), "{}", stderr(&out));
     // Two of the eight training words are held out for validation, evenly spread.
     assert_eq!(read(&text, "valid.src"), "ab\nbad\n");
@@ -120,19 +126,7 @@ fn a_bad_dictionary_names_its_line_and_writes_nothing() {
     write(src, "train.words", "ab\n");
     write(src, "test.words", "ba\n");
     let out_dir = src.join("text");
-    let g2p = |dict: &str| {
-        let mut c = s2s();
-        c.args(["data", "g2p", "--valid-words", "0", "--dict"])
-            .arg(src.join(dict))
-            .arg("--train-words")
-            .arg(src.join("train.words"))
-            .arg("--test-words")
-            .arg(src.join("test.words"))
-            .arg("--out")
-            .arg(&out_dir);
-        run(c)
-    };
-    let out = g2p("d.dict");
+    let out = data_g2p(src, "d.dict", "0", &out_dir);
     assert!(!out.status.success());
     let err = stderr(&out);
     assert!(
@@ -143,7 +137,7 @@ fn a_bad_dictionary_names_its_line_and_writes_nothing() {
 
     // A listed word that the dictionary lacks is named, and nothing is written either.
     write(src, "e.dict", "ab A1 B1\n");
-    let out = g2p("e.dict");
+    let out = data_g2p(src, "e.dict", "0", &out_dir);
     assert!(!out.status.success());
     let err = stderr(&out);
     assert!(
