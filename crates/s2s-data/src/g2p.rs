@@ -101,7 +101,7 @@ pub fn read_word_list(path: impl AsRef<Path>) -> Result<Vec<String>> {
             return Err(bad_line(
                 path,
                 i + 1,
-                format_args!("{word:?} is listed twice"),
+                format_args!("{word:?} is listed twice; fix: remove the repeat"),
             ));
         }
         words.push(word.to_owned());
@@ -178,7 +178,7 @@ pub fn write_split_files(
     }
     if valid_words >= train.len() {
         return Err(DataError::Config(format!(
-            "{} validation words asked of {} training words; fix: ask for fewer",
+            "{} validation words asked of {} training words; fix: ask for fewer (--valid-words)",
             valid_words,
             train.len()
         )));
