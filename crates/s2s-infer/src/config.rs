@@ -18,8 +18,11 @@ pub enum LrSchedule {
     Constant,
     /// Linear warmup, then `lr * sqrt(warmup / step)` (fairseq's inverse_sqrt).
     InverseSqrt,
-    /// Linear warmup, then linear decay to zero at `max_steps`.
+    /// Linear warmup, then linear decay to zero at `max_steps`, or when `max_minutes` runs out
+    /// (estimated from the measured time per step, and re-estimated at every checkpoint).
     Linear,
+    /// As `Linear`, along half a cosine (Loshchilov & Hutter 2017, without restarts).
+    Cosine,
 }
 
 /// How the teacher-forcing ratio changes with the step (scheduled sampling, Bengio 2015).
@@ -56,6 +59,10 @@ pub struct TrainConfig {
     pub weight_decay: f32,
     pub warmup_steps: usize,
     pub schedule: LrSchedule,
+    /// The part of a linear or cosine schedule (after warmup) over which the rate decays to
+    /// zero; before it the rate stays at its peak (warmup-stable-decay, as in MiniCPM and
+    /// Hägele et al. 2024). 1 = the whole run.
+    pub decay_fraction: f64,
     /// Per-parameter gradient-norm clipping (burn clips each tensor); 0 = off.
     pub clip_norm: f32,
     pub label_smoothing: f64,
@@ -66,7 +73,7 @@ pub struct TrainConfig {
     pub max_epochs: usize,
     /// 0 = no limit.
     pub max_steps: usize,
-    /// 0 = no limit.
+    /// 0 = no limit. With a linear or cosine schedule the rate reaches zero as it runs out.
     pub max_minutes: f64,
     /// Validations without improvement before stopping; 0 = never stop early.
     pub patience: usize,
@@ -85,6 +92,10 @@ pub struct TrainConfig {
     pub max_bad_steps: usize,
     /// Checkpoints kept: the newest in `checkpoint/`, older ones in `checkpoints/step-N/`.
     pub keep_last: usize,
+    /// In a time-budgeted run (`max_minutes` with a linear or cosine schedule) with
+    /// `keep_last = N > 1` and `save_every = 0`: the last N checkpoints are spread evenly over
+    /// this fraction of the run's steps, at its end, for `s2s average`.
+    pub average_span: f64,
     pub seed: u64,
 }
 
@@ -100,6 +111,7 @@ impl Default for TrainConfig {
             weight_decay: 0.0,
             warmup_steps: 100,
             schedule: LrSchedule::Constant,
+            decay_fraction: 1.0,
             clip_norm: 1.0,
             label_smoothing: 0.1,
             teacher_forcing: 1.0,
@@ -116,6 +128,7 @@ impl Default for TrainConfig {
             bleu_tokenize: "13a".into(),
             max_bad_steps: 5,
             keep_last: 1,
+            average_span: 0.2,
             seed: 1,
         }
     }
@@ -180,6 +193,31 @@ impl TrainConfig {
             return Err(format!(
                 "[train] max_minutes = {} must be 0 (no limit) or more",
                 self.max_minutes
+            ));
+        }
+        if matches!(self.schedule, LrSchedule::Linear | LrSchedule::Cosine)
+            && self.max_steps == 0
+            && self.max_minutes == 0.0
+        {
+            return Err(format!(
+                "[train] schedule = \"{}\" decays to zero at the end of training, so it needs max_steps or max_minutes (or --max-steps / --max-minutes)",
+                if self.schedule == LrSchedule::Linear {
+                    "linear"
+                } else {
+                    "cosine"
+                }
+            ));
+        }
+        if !(self.decay_fraction > 0.0 && self.decay_fraction <= 1.0) {
+            return Err(format!(
+                "[train] decay_fraction = {} must be in (0, 1]",
+                self.decay_fraction
+            ));
+        }
+        if !(self.average_span > 0.0 && self.average_span <= 1.0) {
+            return Err(format!(
+                "[train] average_span = {} must be in (0, 1]",
+                self.average_span
             ));
         }
         self.bleu_tokenize

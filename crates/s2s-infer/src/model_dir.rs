@@ -329,7 +329,7 @@ mod tests {
             assert_eq!(read_edited(&run, |t| t).unwrap(), run, "{arch} round trip");
         }
         let run = run_config("transformer-tiny");
-        let cases: [(&str, Edit); 6] = [
+        let cases: [(&str, Edit); 8] = [
             ("heads", |t| t.replace("heads = 2", "heads = 3")),
             ("lr", |t| t.replace("lr = 0.001", "lr = nan")),
             ("bleu_tokenize", |t| t.replace("\"13a\"", "\"klingon\"")),
@@ -341,6 +341,19 @@ mod tests {
             }),
             ("max_tokens", |t| {
                 t.replace("max_tokens = 4096", "max_tokens = 0")
+            }),
+            // A decay to zero with neither max_steps nor max_minutes to end it.
+            ("schedule", |t| {
+                t.lines()
+                    .map(|l| match l.starts_with("schedule = ") {
+                        true => "schedule = \"cosine\"",
+                        false => l,
+                    })
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            }),
+            ("average_span", |t| {
+                t.replace("average_span = 0.2", "average_span = 0.0")
             }),
         ];
         for (field, edit) in cases {

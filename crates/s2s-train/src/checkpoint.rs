@@ -9,6 +9,7 @@
 //! falls back to them, newest first, when the newer ones fail their manifest.
 
 use crate::TrainError;
+use crate::schedule::DecayPlan;
 use s2s_data::atomic_write;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -45,6 +46,10 @@ pub struct TrainerState {
     pub train_sec_since_valid: f64,
     /// Set once training has finished (limit reached or early stop).
     pub finished: bool,
+    /// Where a time-budgeted decay stands (absent in step-based runs, whose plan is fixed by
+    /// the config).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decay: Option<DecayPlan>,
 }
 
 fn sha256_file(path: &Path) -> Result<String, TrainError> {

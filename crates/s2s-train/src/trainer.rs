@@ -5,7 +5,7 @@ use crate::TrainError;
 use crate::checkpoint::{self, OPTIMIZER, STATE, TrainerState, WEIGHTS};
 use crate::data_parallel::{Pending, batch_gradients, forward_backward};
 use crate::loss::label_smoothed_nll;
-use crate::schedule::{learning_rate, teacher_forcing_ratio};
+use crate::schedule::{DecayPlan, budget_end_step, is_timed, learning_rate, teacher_forcing_ratio};
 use burn::grad_clipping::GradientClippingConfig;
 use burn::module::{Module, ModuleVisitor, Param};
 use burn::optim::{AdamConfig, AdamWConfig, GradientsParams};
@@ -224,6 +224,8 @@ struct Trainer<'a> {
     elapsed_before: f64,
     started: Instant,
     since_valid: Instant,
+    /// Training seconds (as [`Self::elapsed`]) and step at the last checkpoint written.
+    checkpointed_at: (f64, usize),
 }
 
 impl<'a> Trainer<'a> {
@@ -279,20 +281,32 @@ impl<'a> Trainer<'a> {
             elapsed_before: 0.0,
             started: Instant::now(),
             since_valid: Instant::now(),
+            checkpointed_at: (0.0, 0),
         };
-        if opts.resume {
-            trainer.restore()?;
+        let was_finished = if opts.resume {
+            trainer.restore()?
         } else {
             metrics::write(&model_dir.join(METRICS), &trainer.records)?;
-        }
+            false
+        };
         trainer.elapsed_before = trainer.st.elapsed_sec;
+        trainer.checkpointed_at = (trainer.st.elapsed_sec, trainer.st.step);
         trainer.started = Instant::now();
         trainer.since_valid = Instant::now();
+        if is_timed(cfg) && (trainer.st.decay.is_none() || was_finished) {
+            // A fresh timed run decays towards max_steps (if set) until its first estimate; a
+            // finished one continued with a larger budget plans its remaining decay at once.
+            trainer.st.decay = Some(DecayPlan::by_steps(cfg));
+            if was_finished {
+                trainer.replan();
+            }
+        }
         Ok(trainer)
     }
 
-    /// Loads the newest intact checkpoint: weights, optimiser moments and counters.
-    fn restore(&mut self) -> Result<(), TrainError> {
+    /// Loads the newest intact checkpoint: weights, optimiser moments and counters; returns
+    /// whether that run had finished.
+    fn restore(&mut self) -> Result<bool, TrainError> {
         let dir = checkpoint::locate(self.model_dir)?;
         let model = self.model.take().expect("the model is in place");
         self.model = Some(s2s_models::io::load_checkpoint(model, &dir.join(WEIGHTS))?);
@@ -310,8 +324,24 @@ impl<'a> Trainer<'a> {
         self.records.retain(|r| r.step <= step);
         metrics::write(&self.model_dir.join(METRICS), &self.records)?;
         // A finished run continues when its limits were raised; otherwise the loop stops at once.
-        self.st.finished = false;
-        Ok(())
+        Ok(std::mem::take(&mut self.st.finished))
+    }
+
+    /// The decay plan the learning rate follows now.
+    fn plan(&self) -> DecayPlan {
+        self.st
+            .decay
+            .unwrap_or_else(|| DecayPlan::by_steps(self.cfg))
+    }
+
+    /// In a time-budgeted run, re-estimates where the decay ends from the seconds per step so
+    /// far. Called only right before a checkpoint, so that the plan every later step follows is
+    /// in `state.json`.
+    fn replan(&mut self) {
+        if is_timed(self.cfg) {
+            let end = budget_end_step(self.cfg, self.st.step, self.elapsed());
+            self.st.decay = Some(self.plan().replan(self.st.step, end));
+        }
     }
 
     fn model(&self) -> &Seq2SeqModel {
@@ -350,8 +380,9 @@ impl<'a> Trainer<'a> {
                     return Ok(Some(stop));
                 }
                 self.since_valid = Instant::now();
-            } else if cfg.save_every > 0 && self.st.step.is_multiple_of(cfg.save_every) {
+            } else if self.checkpoint_due() {
                 self.st.elapsed_sec = self.elapsed();
+                self.replan();
                 self.save_checkpoint()?;
             }
         }
@@ -373,12 +404,41 @@ impl<'a> Trainer<'a> {
         }
     }
 
+    /// Whether a checkpoint is due between validations: every `save_every` steps; in a
+    /// time-budgeted run also at least every tenth of the budget (each one re-plans the decay),
+    /// and, with `keep_last = N > 1` and no `save_every`, N - 1 times over the last
+    /// `average_span` of the planned steps, so that the final N checkpoints are spread over the
+    /// end of the decay for `s2s average`.
+    fn checkpoint_due(&self) -> bool {
+        let cfg = self.cfg;
+        let step = self.st.step;
+        if cfg.save_every > 0 {
+            return step.is_multiple_of(cfg.save_every);
+        }
+        if !is_timed(cfg) {
+            return false;
+        }
+        let end = self.plan().end_step;
+        let averaging = cfg.keep_last > 1 && end > step;
+        let gap = ((end as f64 * cfg.average_span / cfg.keep_last as f64) as usize).max(1);
+        let (last_sec, last_step) = self.checkpointed_at;
+        if averaging && step + gap * cfg.keep_last > end {
+            // A validation's checkpoint just before takes this one's place.
+            return (end - step).is_multiple_of(gap) && step - last_step >= gap.div_ceil(2);
+        }
+        self.elapsed() - last_sec >= cfg.max_minutes * 60.0 / 10.0
+    }
+
     /// A step, minute or interrupt limit that stops training before the next step.
     fn limit_reached(&self) -> Option<StopReason> {
         let cfg = self.cfg;
+        let plan_end = self.plan().end_step;
         if cfg.max_steps > 0 && self.st.step >= cfg.max_steps {
             Some(StopReason::MaxSteps)
         } else if cfg.max_minutes > 0.0 && self.elapsed() >= cfg.max_minutes * 60.0 {
+            Some(StopReason::MaxMinutes)
+        } else if is_timed(cfg) && plan_end > 0 && self.st.step >= plan_end {
+            // The decay planned for the budget has reached zero.
             Some(StopReason::MaxMinutes)
         } else if self.opts.interrupter.should_stop() {
             Some(StopReason::Interrupted)
@@ -442,10 +502,11 @@ impl<'a> Trainer<'a> {
                 return Ok(false);
             }
         };
+        let plan = self.plan();
         let st = &mut self.st;
         st.bad_steps = 0;
         st.step += 1;
-        let lr = learning_rate(cfg, st.step);
+        let lr = learning_rate(cfg, &plan, st.step);
         let model = self.model.take().expect("the model is in place");
         self.model = Some(self.optim.step(
             burn::optim::lr_scheduler::module_lr_scheduler::ModuleLearningRate::from(lr),
@@ -466,7 +527,7 @@ impl<'a> Trainer<'a> {
     }
 
     /// Writes the resumable checkpoint: weights, optimiser state and counters.
-    fn save_checkpoint(&self) -> Result<(), TrainError> {
+    fn save_checkpoint(&mut self) -> Result<(), TrainError> {
         let weights = s2s_models::io::checkpoint_to_bytes(self.model())?;
         let opt =
             self.optim.to_record().into_bytes().map_err(|e| {
@@ -481,7 +542,9 @@ impl<'a> Trainer<'a> {
                 (STATE, state),
             ],
             self.cfg.keep_last,
-        )
+        )?;
+        self.checkpointed_at = (self.elapsed(), self.st.step);
+        Ok(())
     }
 
     /// Validates, logs, keeps the best model, then checkpoints: the checkpoint includes the
@@ -489,6 +552,7 @@ impl<'a> Trainer<'a> {
     fn validate_and_checkpoint(&mut self) -> Result<Option<StopReason>, TrainError> {
         self.st.elapsed_sec = self.elapsed();
         let stop = self.validation_point()?;
+        self.replan();
         self.save_checkpoint()?;
         Ok(stop)
     }
@@ -520,6 +584,7 @@ impl<'a> Trainer<'a> {
         let inference = self.model().valid();
         let corpus = self.corpus;
         let (valid_loss, valid_bleu) = validate(&inference, &self.devices[0], self.run, corpus)?;
+        let plan = self.plan();
         let st = &mut self.st;
         let records = &mut self.records;
         let bar = &self.bar;
@@ -533,7 +598,7 @@ impl<'a> Trainer<'a> {
             valid_bleu,
             tokens_per_sec: st.loss_tokens as f64 / st.train_sec_since_valid.max(1e-9),
             elapsed_sec: st.elapsed_sec,
-            lr: learning_rate(cfg, st.step.max(1)),
+            lr: learning_rate(cfg, &plan, st.step.max(1)),
             teacher_forcing: teacher_forcing_ratio(cfg, st.step),
         };
         let valid = if corpus.valid.is_some() {

@@ -113,7 +113,11 @@ fn two_devices_step_on_the_averaged_gradients() {
     assert!(diff < 1e-6, "SGD after two devices differs by {diff}");
 
     // And the optimiser training uses (Adam, clipping), through its real configuration.
-    let lr = ModuleLearningRate::from(s2s_train::schedule::learning_rate(cfg, step + 1));
+    let lr = ModuleLearningRate::from(s2s_train::schedule::learning_rate(
+        cfg,
+        &s2s_train::schedule::DecayPlan::by_steps(cfg),
+        step + 1,
+    ));
     let mut adam = make_optimizer(cfg);
     let by_parallel = adam.step(lr.clone(), model.clone(), parallel().grads);
     let mut adam = make_optimizer(cfg);

@@ -25,12 +25,15 @@ pub struct TrainArgs {
     pub max_epochs: Option<usize>,
     #[arg(long)]
     pub max_steps: Option<usize>,
+    /// Training time budget; a linear or cosine learning rate decays to zero as it runs out
+    /// (the end re-estimated from the measured time per step at every checkpoint).
     #[arg(long)]
     pub max_minutes: Option<f64>,
     #[arg(long)]
     pub seed: Option<u64>,
     /// Keep the last N checkpoints (older ones in MODEL_DIR/checkpoints/step-NNNNNNNN/); 1 keeps
-    /// only MODEL_DIR/checkpoint. Overrides `[train] keep_last`.
+    /// only MODEL_DIR/checkpoint. Overrides `[train] keep_last`. In a time-budgeted run without
+    /// `--save-every`, the last N are spread over the end of the run (`[train] average_span`).
     #[arg(long, value_name = "N")]
     pub keep_last: Option<usize>,
     /// Also write a checkpoint every N steps between validations (0: only at validations), so
