@@ -335,8 +335,9 @@ impl<'a> Trainer<'a> {
     }
 
     /// In a time-budgeted run, re-estimates where the decay ends from the seconds per step so
-    /// far. Called only right before a checkpoint, so that the plan every later step follows is
-    /// in `state.json`.
+    /// far. Only [`Self::replan_and_save`] calls it during training, so that the plan every later
+    /// step follows is in `state.json`; besides, a finished run continued with a larger budget
+    /// plans once at its start.
     fn replan(&mut self) {
         if is_timed(self.cfg) {
             let end = budget_end_step(self.cfg, self.st.step, self.elapsed());
@@ -382,8 +383,7 @@ impl<'a> Trainer<'a> {
                 self.since_valid = Instant::now();
             } else if self.checkpoint_due() {
                 self.st.elapsed_sec = self.elapsed();
-                self.replan();
-                self.save_checkpoint()?;
+                self.replan_and_save()?;
             }
         }
         self.st.epoch += 1;
@@ -526,6 +526,12 @@ impl<'a> Trainer<'a> {
         Ok(true)
     }
 
+    /// Re-plans the decay, then writes the checkpoint that records the new plan.
+    fn replan_and_save(&mut self) -> Result<(), TrainError> {
+        self.replan();
+        self.save_checkpoint()
+    }
+
     /// Writes the resumable checkpoint: weights, optimiser state and counters.
     fn save_checkpoint(&mut self) -> Result<(), TrainError> {
         let weights = s2s_models::io::checkpoint_to_bytes(self.model())?;
@@ -552,8 +558,7 @@ impl<'a> Trainer<'a> {
     fn validate_and_checkpoint(&mut self) -> Result<Option<StopReason>, TrainError> {
         self.st.elapsed_sec = self.elapsed();
         let stop = self.validation_point()?;
-        self.replan();
-        self.save_checkpoint()?;
+        self.replan_and_save()?;
         Ok(stop)
     }
 
