@@ -15,6 +15,7 @@ use crate::batch::Batch;
 use crate::clean::{CleanConfig, clean_line};
 use crate::error::{DataError, Result};
 use crate::io::read_text_file;
+use crate::task::Task;
 use crate::tokenizer::{TextTokenizer, TokenizerKind};
 
 /// Name of the record file.
@@ -76,6 +77,9 @@ pub struct DataToml {
 /// The options `s2s prepare` ran with (after defaults and detection).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DataOptions {
+    /// What the data is for; directories written before tasks existed are translation data.
+    #[serde(default)]
+    pub task: Task,
     pub src_tokenizer: TokenizerKind,
     pub tgt_tokenizer: TokenizerKind,
     /// Requested maximum vocabulary size (per tokenizer; of the single one when joint).
@@ -158,6 +162,18 @@ pub struct SplitStats {
     pub src_tokens: usize,
     /// Tokens in the kept target lines (no specials).
     pub tgt_tokens: usize,
+    /// Tagging and classification: labels (tags, classes) of the kept pairs that the target
+    /// vocabulary does not have, so that they are `<unk>`: labels the training split never had
+    /// (0 there; `prepare` refuses a training label left out of the vocabulary).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unknown_labels: Option<usize>,
+    /// Tagging and classification: kept pairs with at least one such label.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pairs_with_unknown_labels: Option<usize>,
+    /// CoNLL-U input: word forms whose inner whitespace was replaced by `_` so that each stays
+    /// one token.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forms_with_spaces: Option<usize>,
 }
 
 /// One input file.
@@ -165,13 +181,14 @@ pub struct SplitStats {
 pub struct SourceFile {
     /// `train`, `valid` or `test`.
     pub split: String,
-    /// `src`, `tgt`, or `both` for a TSV file.
+    /// `src`, `tgt`, or `both` for a file that holds both sides (TSV, labelled formats).
     pub side: String,
     /// Absolute path where it could be resolved, else as given.
     pub path: String,
     pub sha256: String,
     pub lines: usize,
-    /// `text` (one sentence per line) or `tsv`.
+    /// `text` (one sentence per line), `tsv`, `conllu` (then `src_col` 2 and `tgt_col` the tag
+    /// column), `tagged` (`token/TAG`) or `labelled` (`LABEL text`).
     pub format: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub src_col: Option<usize>,

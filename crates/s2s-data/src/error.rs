@@ -61,6 +61,16 @@ pub enum DataError {
         needed: usize,
     },
 
+    /// A line of a labelled corpus (CoNLL-U, `token/TAG`, `LABEL text`) is malformed; the
+    /// message says how and the fix.
+    #[error("{}:{line}: {message}", path.display())]
+    BadLine {
+        path: PathBuf,
+        /// 1-based line number.
+        line: usize,
+        message: String,
+    },
+
     /// Nothing is left of a split after cleaning.
     #[error("{what}: no sentence pair is left after cleaning; fix: check the input files")]
     EmptyCorpus { what: String },

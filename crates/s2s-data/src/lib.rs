@@ -1,7 +1,9 @@
 //! `s2s-data`: corpus reading and cleaning, tokenizers, batching and the data directory.
 //!
-//! - [`prepare`] reads a parallel corpus (two aligned files, or a TSV), cleans it, trains the
-//!   tokenizers and writes a DATA_DIR; [`load_data_dir`] reads it back.
+//! - [`prepare`] reads a parallel corpus (two aligned files, or a TSV) or, for the tagging and
+//!   classification [`Task`]s, a labelled one ([`labelled`]: CoNLL-U, `token/TAG`, `LABEL
+//!   text`), cleans it, trains the tokenizers and writes a DATA_DIR; [`load_data_dir`] reads it
+//!   back.
 //! - [`TextTokenizer`] wraps a Hugging Face tokenizer and knows its [`Specials`]: [`PAD`],
 //!   [`UNK`], [`BOS`], [`EOS`] for s2s's own, Marian's layout for imported ones
 //!   ([`sentencepiece`] converts and writes SentencePiece models).
@@ -20,8 +22,10 @@ pub mod datadir;
 pub mod error;
 pub mod g2p;
 pub mod io;
+pub mod labelled;
 pub mod prepare;
 pub mod sentencepiece;
+pub mod task;
 pub mod tokenizer;
 pub mod zh;
 
@@ -75,6 +79,8 @@ pub use datadir::{
 };
 pub use error::{DataError, Result};
 pub use io::{TextFile, atomic_write, read_text_file, sha256_hex};
+pub use labelled::{LabelledFile, TagColumn, read_conllu, read_labelled, read_tagged};
 pub use prepare::{CorpusSource, DEFAULT_MAX_LEN, DEFAULT_VOCAB_SIZE, PrepareConfig, prepare};
+pub use task::Task;
 pub use tokenizer::{SPECIAL_TOKENS, TextTokenizer, TokenizerKind, TokenizerSpec, train_tokenizer};
 pub use zh::ZhScript;

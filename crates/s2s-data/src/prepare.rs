@@ -10,6 +10,17 @@
 //!   their pairs over `max_len` are only counted (`over_max_len_kept`).
 //!
 //! The tokenizers are trained on the cleaned training split before length filtering.
+//!
+//! Tasks ([`Task`]): translation reads parallel text or TSV. Tagging reads CoNLL-U or
+//! `token/TAG` files ([`crate::labelled`]) and needs `split` tokenizers on both sides, so that
+//! every word and every tag is one token; each pair must have as many tags as tokens after
+//! cleaning. Classification reads `LABEL text` files; its labels get a `split` tokenizer (the
+//! text `word` by default) and each target line must be one label. Both also read parallel
+//! text or TSV already in that shape (the checks are the same); a labelled format of the other
+//! task is refused. For both, the label side
+//! keeps every label of the training split (`min_freq` does not apply to it; a `vocab_size` too
+//! small for the labels is an error), and labels of the validation and test splits that
+//! training never had become `<unk>`; they are counted (`unknown_labels`).
 
 use std::path::{Path, PathBuf};
 
@@ -20,6 +31,8 @@ use crate::datadir::{
 };
 use crate::error::{DataError, Result};
 use crate::io::{atomic_write, read_text_file, split_tsv};
+use crate::labelled::{LabelledFile, TagColumn, read_conllu, read_labelled, read_tagged};
+use crate::task::Task;
 use crate::tokenizer::{TextTokenizer, TokenizerKind, TokenizerSpec, train_tokenizer};
 
 /// Default maximum vocabulary size.
@@ -38,11 +51,34 @@ pub enum CorpusSource {
         src_col: usize,
         tgt_col: usize,
     },
+    /// A CoNLL-U file (tagging): the word forms and the tags of `column`.
+    Conllu { path: PathBuf, column: TagColumn },
+    /// One sentence per line of `token/TAG` items (tagging).
+    Tagged { path: PathBuf },
+    /// One example per line, `LABEL text` or `LABEL<TAB>text` (classification).
+    Labelled { path: PathBuf },
+}
+
+impl CorpusSource {
+    /// The task a source's format is for; `None` for parallel text and TSV, which any task
+    /// may read.
+    fn format_task(&self) -> Option<(Task, &Path, &'static str)> {
+        match self {
+            CorpusSource::Parallel { .. } | CorpusSource::Tsv { .. } => None,
+            CorpusSource::Conllu { path, .. } => Some((Task::Tagging, path, "a CoNLL-U file")),
+            CorpusSource::Tagged { path } => Some((Task::Tagging, path, "a token/TAG file")),
+            CorpusSource::Labelled { path } => {
+                Some((Task::Classification, path, "a LABEL-text file"))
+            }
+        }
+    }
 }
 
 /// Options of [`prepare`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PrepareConfig {
+    /// What the data is for; decides the formats, tokenizers and checks (module docs).
+    pub task: Task,
     pub train: CorpusSource,
     pub valid: Option<CorpusSource>,
     pub test: Option<CorpusSource>,
@@ -51,7 +87,8 @@ pub struct PrepareConfig {
     /// Overwrite a non-empty `out`.
     pub force: bool,
     /// Tokenizer kind per side; `None` chooses: `char` for a CJK side, else `bpe` (for a joint
-    /// tokenizer: `bpe`, or `char` if both sides are CJK).
+    /// tokenizer: `bpe`, or `char` if both sides are CJK). For tagging both sides are `split`,
+    /// for classification the target is `split` and the source `word` by default.
     pub src_tokenizer: Option<TokenizerKind>,
     pub tgt_tokenizer: Option<TokenizerKind>,
     /// Maximum vocabulary size of each tokenizer, specials included.
@@ -63,7 +100,8 @@ pub struct PrepareConfig {
     pub joint: bool,
     /// Maximum tokens per side in the training split; 0 disables the filter.
     pub max_len: usize,
-    /// Minimum frequency; `None`: 2 for `bpe` merges, 1 for `char`/`word`.
+    /// Minimum frequency; `None`: 2 for `bpe` merges, 1 for `char`/`word`/`split`. Not applied
+    /// to the labels of a tagging or classification task.
     pub min_freq: Option<u64>,
     pub clean: CleanConfig,
     /// Language codes, recorded, and used as hints (e.g. `zh` selects `char`).
@@ -72,10 +110,11 @@ pub struct PrepareConfig {
 }
 
 impl PrepareConfig {
-    /// A config with the defaults: automatic tokenizers, [`DEFAULT_VOCAB_SIZE`],
+    /// A config with the defaults: translation, automatic tokenizers, [`DEFAULT_VOCAB_SIZE`],
     /// [`DEFAULT_MAX_LEN`], no NFKC.
     pub fn new(train: CorpusSource, out: impl Into<PathBuf>) -> Self {
         Self {
+            task: Task::Translation,
             train,
             valid: None,
             test: None,
@@ -103,6 +142,29 @@ struct RawSplit {
     src: Vec<String>,
     tgt: Vec<String>,
     sources: Vec<SourceFile>,
+    place: Place,
+    /// CoNLL-U forms whose inner whitespace became `_` (CoNLL-U input only).
+    forms_with_spaces: Option<usize>,
+}
+
+/// Where the pairs of a split come from, for messages.
+struct Place {
+    /// The input file(s): one, or the source and target files of parallel text.
+    files: Vec<PathBuf>,
+    /// The 1-based input line of each raw pair; `None`: pair `i` is on line `i + 1`.
+    lines: Option<Vec<usize>>,
+}
+
+impl Place {
+    /// `FILE:LINE` (both files for parallel text) of raw pair `i`.
+    fn at(&self, i: usize) -> String {
+        let line = self.lines.as_ref().map_or(i + 1, |l| l[i]);
+        self.files
+            .iter()
+            .map(|f| format!("{}:{line}", f.display()))
+            .collect::<Vec<_>>()
+            .join(" and ")
+    }
 }
 
 fn abs_path(p: &Path) -> String {
@@ -140,6 +202,11 @@ fn read_raw(name: SplitName, source: &CorpusSource) -> Result<RawSplit> {
                 src: s.lines,
                 tgt: t.lines,
                 sources,
+                place: Place {
+                    files: vec![src.clone(), tgt.clone()],
+                    lines: None,
+                },
+                forms_with_spaces: None,
             })
         }
         CorpusSource::Tsv {
@@ -165,59 +232,185 @@ fn read_raw(name: SplitName, source: &CorpusSource) -> Result<RawSplit> {
                 src_col: Some(*src_col),
                 tgt_col: Some(*tgt_col),
             }];
-            Ok(RawSplit { src, tgt, sources })
+            Ok(RawSplit {
+                src,
+                tgt,
+                sources,
+                place: Place {
+                    files: vec![path.clone()],
+                    lines: None,
+                },
+                forms_with_spaces: None,
+            })
+        }
+        CorpusSource::Conllu { path, column } => {
+            let f = read_conllu(path, *column)?;
+            let cols = (Some(2), Some(column.column()));
+            let spaces = Some(f.forms_with_spaces);
+            Ok(labelled_raw(name, f, "conllu", cols, spaces))
+        }
+        CorpusSource::Tagged { path } => {
+            let f = read_tagged(path)?;
+            Ok(labelled_raw(name, f, "tagged", (None, None), None))
+        }
+        CorpusSource::Labelled { path } => {
+            let f = read_labelled(path)?;
+            Ok(labelled_raw(name, f, "labelled", (None, None), None))
         }
     }
 }
 
-/// Cleans a split: returns the non-empty pairs and the counts so far.
+fn labelled_raw(
+    name: SplitName,
+    f: LabelledFile,
+    format: &str,
+    (src_col, tgt_col): (Option<usize>, Option<usize>),
+    forms_with_spaces: Option<usize>,
+) -> RawSplit {
+    let sources = vec![SourceFile {
+        split: name.as_str().to_owned(),
+        side: "both".to_owned(),
+        path: abs_path(&f.path),
+        sha256: f.sha256,
+        lines: f.file_lines,
+        format: format.to_owned(),
+        src_col,
+        tgt_col,
+    }];
+    let (src, tgt) = f.pairs.into_iter().unzip();
+    RawSplit {
+        src,
+        tgt,
+        sources,
+        place: Place {
+            files: vec![f.path],
+            lines: Some(f.lines),
+        },
+        forms_with_spaces,
+    }
+}
+
+/// A cleaned split.
+struct CleanSplit {
+    name: SplitName,
+    pairs: Pairs,
+    stats: SplitStats,
+    /// The raw index of each pair, for [`Place::at`].
+    origin: Vec<usize>,
+    place: Place,
+}
+
+/// Cleans a split: keeps the non-empty pairs and counts. For a labelling task, checks the
+/// shape of every kept pair: as many tags as tokens (tagging), one label (classification).
 fn clean_split(
-    raw: &RawSplit,
+    raw: RawSplit,
     clean: &CleanConfig,
     src_zh: bool,
     tgt_zh: bool,
     name: SplitName,
-) -> (Vec<(String, String)>, SplitStats) {
+    task: Task,
+) -> Result<CleanSplit> {
     let (src_file, tgt_file) = name.file_names();
     let mut stats = SplitStats {
         src_file,
         tgt_file,
         input_pairs: raw.src.len(),
+        forms_with_spaces: raw.forms_with_spaces,
         ..SplitStats::default()
     };
     let mut pairs = Vec::with_capacity(raw.src.len());
-    for (s, t) in raw.src.iter().zip(&raw.tgt) {
+    let mut origin = Vec::with_capacity(raw.src.len());
+    for (i, (s, t)) in raw.src.iter().zip(&raw.tgt).enumerate() {
         let cs = clean_line(s, clean, src_zh);
         let ct = clean_line(t, clean, tgt_zh);
         stats.src_changed += usize::from(cs != *s);
         stats.tgt_changed += usize::from(ct != *t);
         if cs.is_empty() || ct.is_empty() {
             stats.dropped_empty += 1;
-        } else {
-            pairs.push((cs, ct));
+            continue;
         }
+        // Cleaned text is single-spaced: tokens are the space-separated items.
+        let (tokens, labels) = (cs.split(' ').count(), ct.split(' ').count());
+        let shape_error = match task {
+            Task::Translation => None,
+            Task::Tagging if tokens != labels => Some(format!(
+                "{tokens} token(s) but {labels} tag(s) after cleaning; fix: give every token \
+                 exactly one tag (cleaning removes zero-width and control characters, so a token \
+                 made only of them vanishes, and --nfkc can turn a character into a space)"
+            )),
+            Task::Classification if labels != 1 => Some(format!(
+                "the label `{ct}` is {labels} space-separated items after cleaning; fix: give \
+                 each example exactly one label, without spaces"
+            )),
+            Task::Tagging | Task::Classification => None,
+        };
+        if let Some(problem) = shape_error {
+            return Err(DataError::Config(format!(
+                "the {name} split, {}: {problem}",
+                raw.place.at(i)
+            )));
+        }
+        pairs.push((cs, ct));
+        origin.push(i);
     }
-    (pairs, stats)
+    Ok(CleanSplit {
+        name,
+        pairs,
+        stats,
+        origin,
+        place: raw.place,
+    })
 }
 
-/// Applies the length filter (if `filter`) and counts tokens.
+/// Applies the length filter (if `filter`) and counts tokens. For a labelling task also counts
+/// the labels the target vocabulary does not have (`<unk>`), and checks that each tagging pair
+/// has one source id per tag id. Returns the kept pairs, and where the first pair with an
+/// unknown label came from.
 fn length_pass(
-    pairs: Vec<(String, String)>,
-    stats: &mut SplitStats,
+    split: &mut CleanSplit,
     src_tok: &TextTokenizer,
     tgt_tok: &TextTokenizer,
     max_len: usize,
     filter: bool,
-) -> Vec<(String, String)> {
+    task: Task,
+) -> Result<(Pairs, Option<String>)> {
+    let stats = &mut split.stats;
     stats.length_filtered = filter && max_len > 0;
-    let mut kept = Vec::with_capacity(pairs.len());
-    for (s, t) in pairs {
-        let ls = src_tok.encode(&s).len();
-        let lt = tgt_tok.encode(&t).len();
+    let unk = tgt_tok.specials().unk;
+    let (mut unknown, mut unknown_pairs, mut first_unknown) = (0usize, 0usize, None);
+    let mut kept = Vec::with_capacity(split.pairs.len());
+    for ((s, t), &i) in std::mem::take(&mut split.pairs)
+        .into_iter()
+        .zip(&split.origin)
+    {
+        let src_ids = src_tok.encode(&s);
+        let tgt_ids = tgt_tok.encode(&t);
+        let (ls, lt) = (src_ids.len(), tgt_ids.len());
+        if task == Task::Tagging && ls != lt {
+            return Err(DataError::Config(format!(
+                "the {} split, {}: the tokenizers give {ls} source and {lt} target ids; fix: \
+                 tagging needs `split` tokenizers on both sides (one id per token and per tag)",
+                split.name,
+                split.place.at(i)
+            )));
+        }
         let over = max_len > 0 && (ls > max_len || lt > max_len);
         if over && filter {
             stats.dropped_too_long += 1;
             continue;
+        }
+        if task.has_labels() {
+            let n = tgt_ids.iter().filter(|&&id| id == unk).count();
+            unknown += n;
+            unknown_pairs += usize::from(n > 0);
+            if n > 0 && first_unknown.is_none() {
+                let label = t
+                    .split(' ')
+                    .zip(&tgt_ids)
+                    .find(|&(_, &id)| id == unk)
+                    .map_or("", |(label, _)| label);
+                first_unknown = Some(format!("`{label}` at {}", split.place.at(i)));
+            }
         }
         stats.over_max_len_kept += usize::from(over);
         stats.src_tokens += ls;
@@ -225,7 +418,107 @@ fn length_pass(
         kept.push((s, t));
     }
     stats.kept = kept.len();
-    kept
+    if task.has_labels() {
+        stats.unknown_labels = Some(unknown);
+        stats.pairs_with_unknown_labels = Some(unknown_pairs);
+    }
+    Ok((kept, first_unknown))
+}
+
+/// The tokenizer kinds of the two sides: the given ones, or the task's defaults.
+fn tokenizer_kinds(
+    cfg: &PrepareConfig,
+    src_cjk: bool,
+    tgt_cjk: bool,
+) -> Result<(TokenizerKind, TokenizerKind)> {
+    let task = cfg.task;
+    if task.has_labels() && cfg.joint {
+        return Err(DataError::Config(format!(
+            "--joint: a {task} data directory has one vocabulary for the text and one for the \
+             labels; fix: drop --joint"
+        )));
+    }
+    let needs_split = |side: &str, kind: Option<TokenizerKind>, why: &str, fix: &str| match kind {
+        Some(k) if k != TokenizerKind::Split => Err(DataError::Config(format!(
+            "the {side} tokenizer is {k}, but {task} needs `split` there: {why}; fix: {fix}"
+        ))),
+        _ => Ok(TokenizerKind::Split),
+    };
+    match task {
+        Task::Tagging => {
+            let why = "the model gives one tag per source token, so every word and every tag \
+                       must be exactly one token";
+            let fix = "drop --tokenizer/--src-tokenizer/--tgt-tokenizer (split is the default \
+                       for tagging)";
+            Ok((
+                needs_split("source", cfg.src_tokenizer, why, fix)?,
+                needs_split("target", cfg.tgt_tokenizer, why, fix)?,
+            ))
+        }
+        Task::Classification => {
+            let tgt = needs_split(
+                "target",
+                cfg.tgt_tokenizer,
+                "every label must be exactly one token",
+                "drop --tgt-tokenizer and --tokenizer (which sets both sides); choose the text's \
+                 tokenizer with --src-tokenizer",
+            )?;
+            Ok((cfg.src_tokenizer.unwrap_or(TokenizerKind::Word), tgt))
+        }
+        Task::Translation if cfg.joint => {
+            let auto = if src_cjk && tgt_cjk {
+                TokenizerKind::Char
+            } else {
+                TokenizerKind::Bpe
+            };
+            let s = cfg.src_tokenizer.or(cfg.tgt_tokenizer).unwrap_or(auto);
+            let t = cfg.tgt_tokenizer.or(cfg.src_tokenizer).unwrap_or(auto);
+            if s != t {
+                return Err(DataError::Config(format!(
+                    "a joint vocabulary needs one tokenizer kind, but source is {s} and target is {t}; \
+                     fix: pass one --tokenizer, or drop --joint"
+                )));
+            }
+            Ok((s, t))
+        }
+        Task::Translation => {
+            let auto = |cjk: bool| {
+                if cjk {
+                    TokenizerKind::Char
+                } else {
+                    TokenizerKind::Bpe
+                }
+            };
+            Ok((
+                cfg.src_tokenizer.unwrap_or(auto(src_cjk)),
+                cfg.tgt_tokenizer.unwrap_or(auto(tgt_cjk)),
+            ))
+        }
+    }
+}
+
+/// Checks that given tokenizers (`--tokenizers-from`) suit the task.
+fn check_given_tokenizers(
+    task: Task,
+    (src, tgt): (&TextTokenizer, &TextTokenizer),
+    (src_path, tgt_path): (&Path, &Path),
+) -> Result<()> {
+    let sides: &[(&TextTokenizer, &Path)] = match task {
+        Task::Translation => &[],
+        Task::Tagging => &[(src, src_path), (tgt, tgt_path)],
+        Task::Classification => &[(tgt, tgt_path)],
+    };
+    for (tok, path) in sides {
+        if tok.kind() != Some(TokenizerKind::Split) {
+            let kind = tok.kind().map_or("foreign".to_owned(), |k| k.to_string());
+            return Err(DataError::Config(format!(
+                "{}: a {kind} tokenizer, but {task} needs `split` tokenizers for its tokens and \
+                 labels; fix: use a model trained for {task}, or drop --tokenizers-from",
+                path.display()
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Checks that `out` may be written: it must be absent, an empty directory, or `force`.
@@ -250,7 +543,10 @@ fn check_out_dir(out: &Path, force: bool) -> Result<()> {
 fn default_min_freq(kind: TokenizerKind) -> u64 {
     match kind {
         TokenizerKind::Bpe => 2,
-        TokenizerKind::Char | TokenizerKind::Word | TokenizerKind::Unigram => 1,
+        TokenizerKind::Char
+        | TokenizerKind::Word
+        | TokenizerKind::Unigram
+        | TokenizerKind::Split => 1,
     }
 }
 
@@ -277,6 +573,22 @@ pub fn prepare(cfg: &PrepareConfig, progress: &dyn Fn(&str)) -> Result<DataToml>
     if let Some(script) = cfg.clean.zh_script {
         crate::zh::check_available(script)?;
     }
+    let task = cfg.task;
+    for (name, source) in [
+        (SplitName::Train, Some(&cfg.train)),
+        (SplitName::Valid, cfg.valid.as_ref()),
+        (SplitName::Test, cfg.test.as_ref()),
+    ] {
+        if let Some((for_task, path, what)) = source.and_then(CorpusSource::format_task)
+            && for_task != task
+        {
+            return Err(DataError::Config(format!(
+                "{}: the {name} split is {what}, which is {for_task} data, but the task is \
+                 {task}; fix: pass --task {for_task}, or give {task} data",
+                path.display()
+            )));
+        }
+    }
 
     // Read everything first: a bad input fails before anything is written.
     let mut raws: Vec<(SplitName, RawSplit)> = Vec::new();
@@ -297,39 +609,13 @@ pub fn prepare(cfg: &PrepareConfig, progress: &dyn Fn(&str)) -> Result<DataToml>
     let src_lang = cfg.src_lang.as_deref();
     let tgt_lang = cfg.tgt_lang.as_deref();
     let src_zh = looks_chinese(src_lang, &train_raw.src);
-    let tgt_zh = looks_chinese(tgt_lang, &train_raw.tgt);
+    // Labels are names, not text: no script conversion.
+    let tgt_zh = !task.has_labels() && looks_chinese(tgt_lang, &train_raw.tgt);
     let src_cjk = looks_cjk(src_lang, &train_raw.src);
     let tgt_cjk = looks_cjk(tgt_lang, &train_raw.tgt);
 
     // Tokenizer kinds.
-    let (src_kind, tgt_kind) = if cfg.joint {
-        let auto = if src_cjk && tgt_cjk {
-            TokenizerKind::Char
-        } else {
-            TokenizerKind::Bpe
-        };
-        let s = cfg.src_tokenizer.or(cfg.tgt_tokenizer).unwrap_or(auto);
-        let t = cfg.tgt_tokenizer.or(cfg.src_tokenizer).unwrap_or(auto);
-        if s != t {
-            return Err(DataError::Config(format!(
-                "a joint vocabulary needs one tokenizer kind, but source is {s} and target is {t}; \
-                 fix: pass one --tokenizer, or drop --joint"
-            )));
-        }
-        (s, t)
-    } else {
-        let auto = |cjk: bool| {
-            if cjk {
-                TokenizerKind::Char
-            } else {
-                TokenizerKind::Bpe
-            }
-        };
-        (
-            cfg.src_tokenizer.unwrap_or(auto(src_cjk)),
-            cfg.tgt_tokenizer.unwrap_or(auto(tgt_cjk)),
-        )
-    };
+    let (src_kind, tgt_kind) = tokenizer_kinds(cfg, src_cjk, tgt_cjk)?;
     let src_spec = TokenizerSpec {
         kind: src_kind,
         vocab_size: cfg.vocab_size,
@@ -338,18 +624,21 @@ pub fn prepare(cfg: &PrepareConfig, progress: &dyn Fn(&str)) -> Result<DataToml>
     let tgt_spec = TokenizerSpec {
         kind: tgt_kind,
         vocab_size: cfg.vocab_size,
-        min_freq: cfg.min_freq.unwrap_or(default_min_freq(tgt_kind)),
+        // Every label seen in training is a class.
+        min_freq: if task.has_labels() {
+            1
+        } else {
+            cfg.min_freq.unwrap_or(default_min_freq(tgt_kind))
+        },
     };
 
     // Clean.
-    let mut cleaned: Vec<(SplitName, Pairs, SplitStats)> = Vec::new();
-    for (name, raw) in &raws {
+    let mut cleaned: Vec<CleanSplit> = Vec::new();
+    for (name, raw) in raws {
         progress(&format!("cleaning the {name} split"));
-        let (pairs, stats) = clean_split(raw, &cfg.clean, src_zh, tgt_zh, *name);
-        cleaned.push((*name, pairs, stats));
+        cleaned.push(clean_split(raw, &cfg.clean, src_zh, tgt_zh, name, task)?);
     }
-    drop(raws);
-    let train_pairs = &cleaned[0].1;
+    let train_pairs = &cleaned[0].pairs;
     if train_pairs.is_empty() {
         return Err(DataError::EmptyCorpus {
             what: "the training split".to_owned(),
@@ -360,6 +649,7 @@ pub fn prepare(cfg: &PrepareConfig, progress: &dyn Fn(&str)) -> Result<DataToml>
     let (src_tok, tgt_tok) = if let Some((src, tgt)) = &cfg.tokenizers_from {
         progress("loading the given tokenizers");
         let (s, t) = TextTokenizer::pair_from_files(src, tgt)?;
+        check_given_tokenizers(task, (&s, &t), (src, tgt))?;
         if s.specials() != t.specials() {
             return Err(DataError::Config(format!(
                 "{} and {} reserve different special ids; fix: pass the two tokenizers of one model",
@@ -386,16 +676,35 @@ pub fn prepare(cfg: &PrepareConfig, progress: &dyn Fn(&str)) -> Result<DataToml>
 
     // Length pass.
     let mut finals: Vec<(SplitName, Pairs, SplitStats)> = Vec::new();
-    for (name, pairs, mut stats) in cleaned {
+    for mut split in cleaned {
+        let name = split.name;
         progress(&format!("measuring the {name} split"));
         let is_train = name == SplitName::Train;
-        let kept = length_pass(pairs, &mut stats, &src_tok, &tgt_tok, cfg.max_len, is_train);
+        let (kept, first_unknown) =
+            length_pass(&mut split, &src_tok, &tgt_tok, cfg.max_len, is_train, task)?;
+        if is_train && let Some(first) = first_unknown {
+            let n = split.stats.unknown_labels.unwrap_or(0);
+            let fix = if cfg.tokenizers_from.is_some() {
+                "fix: the given target tokenizer lacks these labels; drop --tokenizers-from, or \
+                 give data with the model's labels"
+                    .to_owned()
+            } else {
+                format!(
+                    "fix: raise --vocab-size (now {}) to hold every label and the 4 special tokens",
+                    cfg.vocab_size
+                )
+            };
+            return Err(DataError::Config(format!(
+                "{n} label(s) of the training split are not in the target vocabulary, the first \
+                 {first}; {fix}"
+            )));
+        }
         if kept.is_empty() {
             return Err(DataError::EmptyCorpus {
                 what: format!("the {name} split"),
             });
         }
-        finals.push((name, kept, stats));
+        finals.push((name, kept, split.stats));
     }
 
     // Write: splits, tokenizers, then data.toml last.
@@ -449,6 +758,7 @@ pub fn prepare(cfg: &PrepareConfig, progress: &dyn Fn(&str)) -> Result<DataToml>
         format_version: FORMAT_VERSION,
         created_by: format!("s2s-data {}", env!("CARGO_PKG_VERSION")),
         options: DataOptions {
+            task,
             src_tokenizer: src_kind,
             tgt_tokenizer: tgt_kind,
             vocab_size: cfg.vocab_size,

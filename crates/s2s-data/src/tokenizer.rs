@@ -1,12 +1,16 @@
 //! Tokenizers, built on the Hugging Face `tokenizers` crate and saved in its JSON format.
 //!
-//! Four kinds that s2s trains, all with `<pad>`=0, `<unk>`=1, `<bos>`=2, `<eos>`=3:
+//! Five kinds that s2s trains, all with `<pad>`=0, `<unk>`=1, `<bos>`=2, `<eos>`=3:
 //! - `bpe`: byte-pair encoding over words marked with a `▁` prefix (Metaspace pre-tokenizer and
 //!   decoder, as in SentencePiece), trained with `BpeTrainer`.
 //! - `char`: every character is a token; a space becomes the `▁` token (no prefix is added), so
 //!   Chinese decodes without spaces and English keeps its spaces.
 //! - `word`: word level over `▁`-prefixed words, with punctuation and each CJK character split
 //!   off (so Chinese is tokenised by character), trained with `WordLevelTrainer`.
+//! - `split`: one token per whitespace-separated item, nothing split further (`WhitespaceSplit`
+//!   pre-tokenizer, no decoder: decoding joins the tokens with single spaces), trained with
+//!   `WordLevelTrainer`. For labels and for pre-tokenised text whose tokens must stay whole (a
+//!   tagger needs one id per word and one per tag).
 //! - `unigram`: a SentencePiece-style unigram model, trained with `UnigramTrainer`, in the
 //!   pipeline Hugging Face builds from a SentencePiece model ([`spm_pipeline`]), so that it can be
 //!   written as one (`s2s export`).
@@ -14,8 +18,8 @@
 //! A tokenizer imported from a Marian model is a `unigram` one over Marian's joint vocabulary,
 //! with Marian's specials (see [`crate::sentencepiece`]).
 //!
-//! In every kind, decoding turns `▁` back into spaces and drops the leading one, so decoded text
-//! never holds `▁` markers and never gains spaces between Chinese characters.
+//! In every kind but `split`, decoding turns `▁` back into spaces and drops the leading one, so
+//! decoded text never holds `▁` markers and never gains spaces between Chinese characters.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -36,6 +40,7 @@ use tokenizers::pre_tokenizers::metaspace::{Metaspace, PrependScheme};
 use tokenizers::pre_tokenizers::punctuation::Punctuation;
 use tokenizers::pre_tokenizers::sequence::Sequence;
 use tokenizers::pre_tokenizers::split::{Split, SplitPattern};
+use tokenizers::pre_tokenizers::whitespace::WhitespaceSplit;
 use tokenizers::{AddedToken, SplitDelimiterBehavior, Tokenizer};
 
 use crate::error::{DataError, Result};
@@ -55,6 +60,8 @@ pub enum TokenizerKind {
     Char,
     Word,
     Unigram,
+    /// One token per whitespace-separated item (labels, pre-tokenised words).
+    Split,
 }
 
 impl TokenizerKind {
@@ -64,6 +71,7 @@ impl TokenizerKind {
             TokenizerKind::Char => "char",
             TokenizerKind::Word => "word",
             TokenizerKind::Unigram => "unigram",
+            TokenizerKind::Split => "split",
         }
     }
 }
@@ -82,8 +90,9 @@ impl std::str::FromStr for TokenizerKind {
             "char" => Ok(TokenizerKind::Char),
             "word" => Ok(TokenizerKind::Word),
             "unigram" => Ok(TokenizerKind::Unigram),
+            "split" => Ok(TokenizerKind::Split),
             other => Err(DataError::Config(format!(
-                "unknown tokenizer `{other}`; fix: use bpe, char, word or unigram"
+                "unknown tokenizer `{other}`; fix: use bpe, char, word, unigram or split"
             ))),
         }
     }
@@ -96,8 +105,8 @@ pub struct TokenizerSpec {
     /// Maximum vocabulary size, special tokens included. For `bpe` the initial alphabet is
     /// limited to it too, so the vocabulary never exceeds it.
     pub vocab_size: usize,
-    /// Minimum count: of a pair to be merged (`bpe`), of a character or word to enter the
-    /// vocabulary (`char`, `word`).
+    /// Minimum count: of a pair to be merged (`bpe`), of a character, word or item to enter the
+    /// vocabulary (`char`, `word`, `split`).
     pub min_freq: u64,
 }
 
@@ -163,6 +172,17 @@ fn empty_tokenizer(kind: TokenizerKind) -> Result<Tokenizer> {
         TokenizerKind::Unigram => {
             let mut tok = Tokenizer::new(Unigram::default());
             spm_pipeline(&mut tok, &[], true)?;
+            return Ok(tok);
+        }
+        TokenizerKind::Split => {
+            let wl = WordLevel::builder()
+                .unk_token(unk)
+                .build()
+                .map_err(|e| tok_err("building a split model", e))?;
+            // No decoder: decoding joins the tokens with single spaces (Hugging Face's
+            // `Tokenizer.decode` does the same without one).
+            let mut tok = Tokenizer::new(wl);
+            tok.with_pre_tokenizer(Some(WhitespaceSplit));
             return Ok(tok);
         }
     };
@@ -232,14 +252,16 @@ pub fn train_tokenizer<S: AsRef<str> + Send>(
             .build()
             .map_err(|e| tok_err("building the trainer", e))?
             .into(),
-        TokenizerKind::Char | TokenizerKind::Word => WordLevelTrainer::builder()
-            .vocab_size(spec.vocab_size)
-            .min_frequency(spec.min_freq)
-            .special_tokens(special_added_tokens())
-            .show_progress(false)
-            .build()
-            .map_err(|e| tok_err("building the trainer", e))?
-            .into(),
+        TokenizerKind::Char | TokenizerKind::Word | TokenizerKind::Split => {
+            WordLevelTrainer::builder()
+                .vocab_size(spec.vocab_size)
+                .min_frequency(spec.min_freq)
+                .special_tokens(special_added_tokens())
+                .show_progress(false)
+                .build()
+                .map_err(|e| tok_err("building the trainer", e))?
+                .into()
+        }
     };
     let what = format!("training the {} tokenizer", spec.kind);
     if spec.kind == TokenizerKind::Unigram {
@@ -567,6 +589,8 @@ impl TextTokenizer {
                     serde_json::to_string(&self.inner.get_pre_tokenizer()).unwrap_or_default();
                 Some(if pre.contains("FixedLength") {
                     TokenizerKind::Char
+                } else if pre.contains("WhitespaceSplit") {
+                    TokenizerKind::Split
                 } else {
                     TokenizerKind::Word
                 })
@@ -663,7 +687,8 @@ impl TextTokenizer {
     }
 
     /// The text of `ids`, skipping special tokens and ids out of range. Leading and trailing
-    /// spaces are trimmed (cleaned text has none, so round trips are exact).
+    /// spaces are trimmed (cleaned text has none, so round trips are exact). Without a decoder
+    /// (`split`) the tokens are joined with single spaces, as Hugging Face's `decode` joins them.
     pub fn decode(&self, ids: &[u32]) -> String {
         let added = self.inner.get_added_vocabulary();
         let pieces: Vec<String> = ids
@@ -676,7 +701,7 @@ impl TextTokenizer {
                 use tokenizers::Decoder;
                 decoder.decode(pieces).unwrap_or_default()
             }
-            None => pieces.concat(),
+            None => pieces.join(" "),
         };
         text.trim_matches(' ').to_owned()
     }

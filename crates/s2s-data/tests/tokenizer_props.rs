@@ -11,7 +11,8 @@ fn kind() -> impl Strategy<Value = TokenizerKind> {
         Just(TokenizerKind::Bpe),
         Just(TokenizerKind::Char),
         Just(TokenizerKind::Word),
-        Just(TokenizerKind::Unigram)
+        Just(TokenizerKind::Unigram),
+        Just(TokenizerKind::Split)
     ]
 }
 

@@ -2,6 +2,9 @@
 //! corpus and sentence BLEU (tokenizers `13a`, `zh`, `intl`, `char`, `none`; smoothing `exp`,
 //! `floor`, `add-k`, `none`; effective order; multiple references) and chrF / chrF++.
 //!
+//! Also: WER/CER/PER/SER error rates ([`corpus_error_counts`]), and accuracy and macro-F1 for
+//! tagging and classification ([`labels`]).
+//!
 //! Scores are on sacreBLEU's 0-100 scale. Parity with sacreBLEU 2.5.1/2.6.0 is tested on random
 //! corpora (`tests/sacrebleu_parity.rs`), including Python's notions of whitespace and
 //! lowercasing that sacreBLEU inherits.
@@ -19,6 +22,7 @@ mod bleu;
 mod chrf;
 mod error_rate;
 mod files;
+pub mod labels;
 mod pystr;
 mod report;
 mod tokenizer;
@@ -32,6 +36,7 @@ pub use bleu::{
 pub use chrf::{ChrfConfig, ChrfScore, corpus_chrf, segment_chrf_stats, sentence_chrf};
 pub use error_rate::{ErrorCounts, Units, corpus_error_counts};
 pub use files::{EvalInputs, load_inputs, read_lines};
+pub use labels::{LabelScores, LabelStat, label_scores};
 pub use report::{EvalOptions, EvalReport, Metric, evaluate};
 pub use tokenizer::Tokenize;
 
@@ -52,7 +57,9 @@ pub enum EvalError {
         "unknown smoothing method {0:?} (expected exp, none, floor, add-k, or floor[V], add-k[V])"
     )]
     UnknownSmooth(String),
-    #[error("unknown metric {0:?} (expected bleu, chrf, chrf++, wer, cer, per or ser)")]
+    #[error(
+        "unknown metric {0:?} (expected bleu, chrf, chrf++, wer, cer, per, ser, accuracy or f1)"
+    )]
     UnknownMetric(String),
     #[error("invalid configuration: {0}")]
     InvalidConfig(String),
@@ -84,6 +91,18 @@ pub enum EvalError {
     },
     #[error("{}: line {line} is not valid UTF-8", path.display())]
     InvalidUtf8 { path: PathBuf, line: usize },
+    /// A hypothesis line has another number of labels than its reference line.
+    #[error(
+        "line {line}: the hypothesis has {hyp} label(s) but the reference has {reference}; fix: \
+         give exactly one label per reference label (for tagging one tag per token, for \
+         classification one label per line)"
+    )]
+    LabelCount {
+        /// 1-based line number.
+        line: usize,
+        hyp: usize,
+        reference: usize,
+    },
 }
 
 /// Checks that every reference stream has one segment per hypothesis.

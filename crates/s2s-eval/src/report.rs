@@ -7,8 +7,8 @@ use std::str::FromStr;
 use serde_json::{Map, Value, json};
 
 use crate::{
-    BleuConfig, BleuScore, ChrfConfig, ChrfScore, ErrorCounts, EvalError, EvalInputs, Tokenize,
-    Units, corpus_bleu, corpus_chrf, corpus_error_counts,
+    BleuConfig, BleuScore, ChrfConfig, ChrfScore, ErrorCounts, EvalError, EvalInputs, LabelScores,
+    Tokenize, Units, corpus_bleu, corpus_chrf, corpus_error_counts, label_scores,
 };
 
 /// A corpus-level metric.
@@ -28,6 +28,10 @@ pub enum Metric {
     Per,
     /// `ser`: sequence error rate (outputs equal to none of their references; G2P's "WER")
     Ser,
+    /// `accuracy`: correct labels over all labels (tagging, classification)
+    Accuracy,
+    /// `f1`: macro-F1, the unweighted mean of the labels' F1 (tagging, classification)
+    F1,
 }
 
 impl Metric {
@@ -41,11 +45,13 @@ impl Metric {
             Metric::Cer => "cer",
             Metric::Per => "per",
             Metric::Ser => "ser",
+            Metric::Accuracy => "accuracy",
+            Metric::F1 => "f1",
         }
     }
 
     /// Every metric, in the order reports list them.
-    pub const ALL: [Metric; 7] = [
+    pub const ALL: [Metric; 9] = [
         Metric::Bleu,
         Metric::Chrf,
         Metric::ChrfPlusPlus,
@@ -53,6 +59,8 @@ impl Metric {
         Metric::Cer,
         Metric::Per,
         Metric::Ser,
+        Metric::Accuracy,
+        Metric::F1,
     ];
 
     /// How it is printed.
@@ -65,6 +73,8 @@ impl Metric {
             Metric::Cer => "CER",
             Metric::Per => "PER",
             Metric::Ser => "SER",
+            Metric::Accuracy => "accuracy",
+            Metric::F1 => "macro-F1",
         }
     }
 }
@@ -75,7 +85,8 @@ impl fmt::Display for Metric {
     }
 }
 
-/// Case-insensitive: `bleu`, `chrf`, `chrf++` (also `chrfpp`), `wer`, `cer`, `per`, `ser`.
+/// Case-insensitive: `bleu`, `chrf`, `chrf++` (also `chrfpp`), `wer`, `cer`, `per`, `ser`,
+/// `accuracy` (also `acc`), `f1` (also `macro-f1`).
 impl FromStr for Metric {
     type Err = EvalError;
 
@@ -88,6 +99,8 @@ impl FromStr for Metric {
             "cer" => Ok(Metric::Cer),
             "per" => Ok(Metric::Per),
             "ser" => Ok(Metric::Ser),
+            "accuracy" | "acc" => Ok(Metric::Accuracy),
+            "f1" | "macro-f1" => Ok(Metric::F1),
             _ => Err(EvalError::UnknownMetric(s.to_owned())),
         }
     }
@@ -120,6 +133,10 @@ pub struct EvalReport {
     pub chrf_plus_plus: Option<ChrfScore>,
     /// The error rates requested (`wer`, `cer`, `per`, `ser`), in the order asked.
     pub error_rates: Vec<(Metric, ErrorCounts)>,
+    /// The label scores, when `accuracy` or `f1` was requested.
+    pub labels: Option<LabelScores>,
+    /// Which of `accuracy` and `f1` were requested, in the order asked.
+    pub label_metrics: Vec<Metric>,
 }
 
 /// Scores `inputs` with every metric in `opts.metrics`.
@@ -129,6 +146,8 @@ pub fn evaluate(inputs: &EvalInputs, opts: &EvalOptions) -> Result<EvalReport, E
         chrf: None,
         chrf_plus_plus: None,
         error_rates: Vec::new(),
+        labels: None,
+        label_metrics: Vec::new(),
     };
     for &metric in &opts.metrics {
         match metric {
@@ -166,6 +185,28 @@ pub fn evaluate(inputs: &EvalInputs, opts: &EvalOptions) -> Result<EvalReport, E
                 let counts =
                     corpus_error_counts(&inputs.hyps, &inputs.refs, units, opts.lowercase)?;
                 report.error_rates.push((metric, counts));
+            }
+            Metric::Accuracy | Metric::F1 => {
+                if report.labels.is_none() {
+                    if inputs.refs.len() != 1 {
+                        return Err(EvalError::InvalidConfig(format!(
+                            "accuracy and f1 score against one reference file, but {} were \
+                             given; fix: pass one --ref",
+                            inputs.refs.len()
+                        )));
+                    }
+                    let lower = |v: &[String]| -> Vec<String> {
+                        v.iter().map(|s| crate::pystr::py_lower(s)).collect()
+                    };
+                    report.labels = Some(if opts.lowercase {
+                        label_scores(&lower(&inputs.hyps), &lower(&inputs.refs[0]))?
+                    } else {
+                        label_scores(&inputs.hyps, &inputs.refs[0])?
+                    });
+                }
+                if !report.label_metrics.contains(&metric) {
+                    report.label_metrics.push(metric);
+                }
             }
         }
     }
@@ -237,6 +278,39 @@ impl EvalReport {
             };
             obj.insert(metric.name().into(), value);
         }
+        if let Some(l) = &self.labels {
+            for &metric in &self.label_metrics {
+                let value = if metric == Metric::Accuracy {
+                    json!({
+                        "name": metric.display_name(),
+                        "score": finite(round_to(l.accuracy, width)),
+                        "correct": l.correct,
+                        "count": l.count,
+                    })
+                } else {
+                    let labels: Vec<Value> = l
+                        .labels
+                        .iter()
+                        .map(|s| {
+                            json!({
+                                "label": s.label,
+                                "precision": finite(round_to(s.precision, width)),
+                                "recall": finite(round_to(s.recall, width)),
+                                "f1": finite(round_to(s.f1, width)),
+                                "support": s.support,
+                            })
+                        })
+                        .collect();
+                    json!({
+                        "name": metric.display_name(),
+                        "score": finite(round_to(l.macro_f1, width)),
+                        "count": l.count,
+                        "labels": labels,
+                    })
+                };
+                obj.insert(metric.name().into(), value);
+            }
+        }
         Value::Object(obj).to_string()
     }
 
@@ -283,8 +357,48 @@ impl EvalReport {
             out.push_str(&line);
             out.push('\n');
         }
+        if let Some(l) = &self.labels {
+            for &metric in &self.label_metrics {
+                if metric == Metric::Accuracy {
+                    out.push_str(&format!(
+                        "accuracy = {:.width$} ({} of {} labels correct)\n",
+                        l.accuracy, l.correct, l.count
+                    ));
+                } else {
+                    out.push_str(&format!(
+                        "macro-F1 = {:.width$} (mean over {} labels)\n",
+                        l.macro_f1,
+                        l.labels.len()
+                    ));
+                    out.push_str(&label_table(l, width));
+                }
+            }
+        }
         out
     }
+}
+
+/// The per-label table of `to_text`: label, precision, recall, F1 (percent) and support.
+fn label_table(l: &LabelScores, width: usize) -> String {
+    let name_w = l
+        .labels
+        .iter()
+        .map(|s| s.label.chars().count())
+        .chain([5])
+        .max()
+        .unwrap_or(5);
+    let num_w = (width + 5).max(9);
+    let mut out = format!(
+        "{:<name_w$}  {:>num_w$}  {:>num_w$}  {:>num_w$}  {:>7}\n",
+        "label", "precision", "recall", "f1", "support"
+    );
+    for s in &l.labels {
+        out.push_str(&format!(
+            "{:<name_w$}  {:>num_w$.width$}  {:>num_w$.width$}  {:>num_w$.width$}  {:>7}\n",
+            s.label, s.precision, s.recall, s.f1, s.support
+        ));
+    }
+    out
 }
 
 #[cfg(test)]
@@ -299,6 +413,68 @@ mod tests {
         assert_eq!("chrF++".parse::<Metric>().unwrap(), Metric::ChrfPlusPlus);
         assert!("ter".parse::<Metric>().is_err());
         assert_eq!("WER".parse::<Metric>().unwrap(), Metric::Wer);
+        assert_eq!("Accuracy".parse::<Metric>().unwrap(), Metric::Accuracy);
+        assert_eq!("macro-f1".parse::<Metric>().unwrap(), Metric::F1);
+    }
+
+    fn inputs(hyps: &[&str], refs: &[&[&str]]) -> EvalInputs {
+        let own = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        EvalInputs {
+            hyps: own(hyps),
+            refs: refs.iter().map(|r| own(r)).collect(),
+            hyp_file_was_empty: false,
+        }
+    }
+
+    #[test]
+    fn label_metrics_in_json_and_text() {
+        let opts = EvalOptions {
+            metrics: vec![Metric::F1, Metric::Accuracy],
+            ..EvalOptions::default()
+        };
+        let report = evaluate(&inputs(&["N V", "N"], &[&["N N", "N"]]), &opts).unwrap();
+        let json: Value = serde_json::from_str(&report.to_json(2)).unwrap();
+        // N: TP 2, FN 1 -> P 100, R 66.67, F1 80; V: FP 1 -> 0. Macro-F1 40.
+        assert_eq!(json["accuracy"]["score"], json!(66.67));
+        assert_eq!(json["accuracy"]["correct"], json!(2));
+        assert_eq!(json["accuracy"]["count"], json!(3));
+        assert_eq!(json["f1"]["name"], json!("macro-F1"));
+        assert_eq!(json["f1"]["score"], json!(40.0));
+        assert_eq!(
+            json["f1"]["labels"],
+            json!([
+                {"label": "N", "precision": 100.0, "recall": 66.67, "f1": 80.0, "support": 3},
+                {"label": "V", "precision": 0.0, "recall": 0.0, "f1": 0.0, "support": 0},
+            ])
+        );
+        let text = report.to_text(2);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], "macro-F1 = 40.00 (mean over 2 labels)");
+        assert!(lines[1].starts_with("label") && lines[1].ends_with("support"));
+        assert!(lines[2].starts_with("N ") && lines[2].contains("66.67"));
+        assert_eq!(lines[4], "accuracy = 66.67 (2 of 3 labels correct)");
+        assert!(report.bleu.is_none());
+    }
+
+    #[test]
+    fn label_metrics_lowercase_and_take_one_reference() {
+        let mut opts = EvalOptions {
+            metrics: vec![Metric::Accuracy],
+            ..EvalOptions::default()
+        };
+        let one = inputs(&["noun VERB"], &[&["NOUN verb"]]);
+        assert_eq!(evaluate(&one, &opts).unwrap().labels.unwrap().accuracy, 0.0);
+        opts.lowercase = true;
+        assert_eq!(
+            evaluate(&one, &opts).unwrap().labels.unwrap().accuracy,
+            100.0
+        );
+        let two = inputs(&["a"], &[&["a"], &["b"]]);
+        let err = evaluate(&two, &opts).unwrap_err().to_string();
+        assert!(
+            err.contains("one reference") && err.contains("fix:"),
+            "{err}"
+        );
     }
 
     #[test]

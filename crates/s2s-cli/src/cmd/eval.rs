@@ -1,6 +1,6 @@
 //! `s2s eval`: score a hypothesis file against references with sacreBLEU-compatible BLEU and
-//! chrF, and edit-distance error rates. Argument parsing and printing only; the work is in
-//! `s2s-eval`.
+//! chrF, edit-distance error rates, and label accuracy and macro-F1. Argument parsing and
+//! printing only; the work is in `s2s-eval`.
 
 use std::path::PathBuf;
 
@@ -8,7 +8,8 @@ use s2s_eval::{EvalOptions, Metric, Tokenize};
 
 /// Score a hypothesis file against one or more references with BLEU, chrF and chrF++,
 /// computed exactly as sacreBLEU 2.x computes them, and with error rates (WER and CER as jiwer
-/// computes them; PER and SER for grapheme-to-phoneme).
+/// computes them; PER and SER for grapheme-to-phoneme), and for tagging and classification with
+/// label accuracy and macro-F1 (as scikit-learn computes them).
 ///
 /// Files are UTF-8, one segment per line; every file must have the same number of lines. An
 /// empty hypothesis file scores 0. Signatures follow sacreBLEU's but name this tool's version
@@ -35,9 +36,13 @@ pub struct EvalArgs {
     /// Comma-separated metrics to compute: bleu, chrf (chrF2), chrf++ (chrF2++), wer (word
     /// error rate: edits over reference words), cer (the same over characters), per (phoneme
     /// error rate: WER over space-separated phonemes), ser (sequence error rate: outputs equal
-    /// to none of their references, what G2P papers call WER). With several --ref files the
-    /// error rates count each line against its closest reference, and an empty line in the
-    /// second and later files means "no further reference".
+    /// to none of their references, what G2P papers call WER), accuracy (correct labels over
+    /// all labels) and f1 (macro-F1 over the labels, with a per-label table). With several
+    /// --ref files the error rates count each line against its closest reference, and an
+    /// empty line in the second and later files means "no further reference". accuracy and
+    /// f1 take one --ref; each line holds whitespace-separated labels (one per token for
+    /// tagging, one for classification), and a hypothesis line must have as many as its
+    /// reference line.
     #[arg(
         long,
         short = 'm',
@@ -48,7 +53,7 @@ pub struct EvalArgs {
     pub metrics: Vec<Metric>,
 
     /// Print a single JSON object with one key per metric ("bleu", "chrf", "chrf++", "wer",
-    /// ...) instead of the human-readable summary.
+    /// ..., "accuracy", "f1" with its "labels" table) instead of the human-readable summary.
     #[arg(long)]
     pub json: bool,
 
@@ -71,7 +76,15 @@ pub fn run(args: EvalArgs) -> anyhow::Result<()> {
         lowercase: args.lowercase,
         metrics: args.metrics,
     };
-    let report = s2s_eval::evaluate(&inputs, &opts)?;
+    let report = s2s_eval::evaluate(&inputs, &opts).map_err(|e| match e {
+        // The error knows the line; the files are known here.
+        s2s_eval::EvalError::LabelCount { .. } => anyhow::anyhow!(
+            "{} against {}: {e}",
+            args.hyp.display(),
+            args.refs[0].display()
+        ),
+        e => e.into(),
+    })?;
     if args.json {
         println!("{}", report.to_json(args.width));
     } else {

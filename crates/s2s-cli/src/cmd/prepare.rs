@@ -1,5 +1,6 @@
-//! `s2s prepare`: validate and clean a parallel corpus, train the tokenizers and write a data
-//! directory. Argument parsing and reporting only; the work is `s2s_data::prepare`.
+//! `s2s prepare`: validate and clean a parallel corpus (or, for tagging and classification, a
+//! labelled one), train the tokenizers and write a data directory. Argument parsing and
+//! reporting only; the work is `s2s_data::prepare`.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -8,7 +9,7 @@ use clap::ValueEnum;
 use indicatif::{ProgressBar, ProgressStyle};
 use s2s_data::{
     CleanConfig, CorpusSource, DEFAULT_MAX_LEN, DEFAULT_VOCAB_SIZE, DataToml, PrepareConfig,
-    SplitName, TokenizerKind, ZhScript,
+    SplitName, TagColumn, Task, TokenizerKind, ZhScript,
 };
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -21,6 +22,8 @@ enum KindArg {
     Word,
     /// A SentencePiece-style unigram model (exportable to MarianMT with `--joint`).
     Unigram,
+    /// One token per whitespace-separated item, nothing split further (labels, tagged words).
+    Split,
 }
 
 impl From<KindArg> for TokenizerKind {
@@ -30,6 +33,54 @@ impl From<KindArg> for TokenizerKind {
             KindArg::Char => TokenizerKind::Char,
             KindArg::Word => TokenizerKind::Word,
             KindArg::Unigram => TokenizerKind::Unigram,
+            KindArg::Split => TokenizerKind::Split,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum TaskArg {
+    /// A target sentence of its own length (parallel text or TSV).
+    Translation,
+    /// One tag per source token (CoNLL-U or token/TAG files).
+    Tagging,
+    /// One label per sentence (LABEL text files).
+    Classification,
+}
+
+impl From<TaskArg> for Task {
+    fn from(t: TaskArg) -> Self {
+        match t {
+            TaskArg::Translation => Task::Translation,
+            TaskArg::Tagging => Task::Tagging,
+            TaskArg::Classification => Task::Classification,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum FormatArg {
+    /// CoNLL-U: the FORM column and a tag column (--tag-column), sentences between blank lines.
+    Conllu,
+    /// One sentence per line of token/TAG items (the tag follows the last `/`).
+    Tagged,
+    /// One example per line: the label, a space or tab, the text.
+    Labelled,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum TagColumnArg {
+    /// Column 4, the universal part-of-speech tag.
+    Upos,
+    /// Column 5, the language-specific tag.
+    Xpos,
+}
+
+impl From<TagColumnArg> for TagColumn {
+    fn from(c: TagColumnArg) -> Self {
+        match c {
+            TagColumnArg::Upos => TagColumn::Upos,
+            TagColumnArg::Xpos => TagColumn::Xpos,
         }
     }
 }
@@ -49,7 +100,8 @@ impl From<ZhScriptArg> for ZhScript {
     }
 }
 
-/// Validate and clean a parallel corpus, train the tokenizers and write DATA_DIR.
+/// Validate and clean a parallel corpus (or a labelled one for tagging and classification),
+/// train the tokenizers and write DATA_DIR.
 #[derive(clap::Args, Debug)]
 #[command(after_help = "\
 Cleaning: zero-width characters are removed, whitespace runs collapsed and trimmed (and NFKC \
@@ -61,17 +113,52 @@ DATA_DIR/data.toml.
 Tokenizers: by default bpe for a language written with spaces and char for Chinese/Japanese \
 (detected from the text, or from --src-lang/--tgt-lang). --tokenizer sets both sides.
 
-Example (the embedded corpus):
+Tasks: translation (the default) reads --train-src/--train-tgt or --tsv. Tagging and \
+classification read one labelled file per split (--train, --valid, --test; --format). Tagging \
+uses split tokenizers on both sides (one token per word, one per tag) and checks that every \
+sentence has one tag per token; classification uses a split tokenizer for the labels and word \
+for the text by default (--src-tokenizer to change it). Every label of the training split is \
+kept (--min-freq does not apply to labels); labels of --valid/--test that training never had \
+become <unk> and are counted.
+
+Examples:
+  # translation (the embedded corpus)
   s2s prepare --train-src data/tatoeba-cmn-eng/train.en --train-tgt data/tatoeba-cmn-eng/train.zh \\
     --valid-src data/tatoeba-cmn-eng/valid.en --valid-tgt data/tatoeba-cmn-eng/valid.zh \\
-    --test-src data/tatoeba-cmn-eng/test.en --test-tgt data/tatoeba-cmn-eng/test.zh --out data/cmn-eng")]
+    --test-src data/tatoeba-cmn-eng/test.en --test-tgt data/tatoeba-cmn-eng/test.zh --out data/cmn-eng
+  # tagging: UPOS tags of UD English-EWT
+  s2s prepare --task tagging --train en_ewt-ud-train.conllu --valid en_ewt-ud-dev.conllu \\
+    --test en_ewt-ud-test.conllu --out data/ewt-upos
+  # classification: SST-2 (`0 text` / `1 text` lines)
+  s2s prepare --task classification --train stsa.binary.train --valid stsa.binary.dev \\
+    --test stsa.binary.test --out data/sst2")]
 pub struct PrepareArgs {
+    /// What the data is for: translation (parallel text), tagging (one tag per token) or
+    /// classification (one label per sentence).
+    #[arg(long, value_enum, default_value = "translation")]
+    task: TaskArg,
+    /// Tagging/classification: the training file (see --format).
+    #[arg(long, value_name = "FILE")]
+    train: Option<PathBuf>,
+    /// Tagging/classification: the validation file.
+    #[arg(long, value_name = "FILE")]
+    valid: Option<PathBuf>,
+    /// Tagging/classification: the test file.
+    #[arg(long, value_name = "FILE")]
+    test: Option<PathBuf>,
+    /// Format of --train/--valid/--test [default: conllu for tagging, labelled for
+    /// classification].
+    #[arg(long, value_enum)]
+    format: Option<FormatArg>,
+    /// The CoNLL-U column of the tags [default: upos].
+    #[arg(long, value_enum)]
+    tag_column: Option<TagColumnArg>,
     /// Training source sentences, one per line.
     #[arg(
         long,
         value_name = "FILE",
         requires = "train_tgt",
-        required_unless_present = "tsv"
+        required_unless_present_any = ["tsv", "train"]
     )]
     train_src: Option<PathBuf>,
     /// Training target sentences, aligned with --train-src.
@@ -170,29 +257,109 @@ fn source(
     }
 }
 
-fn config(args: &PrepareArgs) -> anyhow::Result<PrepareConfig> {
-    let train = source(
-        args.train_src.clone(),
-        args.train_tgt.clone(),
-        args.tsv.clone(),
-        args,
-    )
-    .ok_or_else(|| {
-        anyhow::anyhow!("no training data; fix: pass --train-src F --train-tgt F, or --tsv F")
+/// The sources of a tagging or classification run: one file per split, in the task's format.
+fn labelled_sources(
+    args: &PrepareArgs,
+    task: Task,
+) -> anyhow::Result<(CorpusSource, Option<CorpusSource>, Option<CorpusSource>)> {
+    let parallel = [
+        ("--train-src", args.train_src.is_some()),
+        ("--train-tgt", args.train_tgt.is_some()),
+        ("--valid-src", args.valid_src.is_some()),
+        ("--valid-tgt", args.valid_tgt.is_some()),
+        ("--test-src", args.test_src.is_some()),
+        ("--test-tgt", args.test_tgt.is_some()),
+        ("--tsv", args.tsv.is_some()),
+        ("--valid-tsv", args.valid_tsv.is_some()),
+        ("--test-tsv", args.test_tsv.is_some()),
+    ];
+    if let Some((flag, _)) = parallel.iter().find(|(_, given)| *given) {
+        anyhow::bail!(
+            "{flag} is for translation data; fix: for --task {task} pass one labelled file per \
+             split: --train FILE (and --valid FILE, --test FILE), with --format"
+        );
+    }
+    let format = args.format.unwrap_or(if task == Task::Tagging {
+        FormatArg::Conllu
+    } else {
+        FormatArg::Labelled
+    });
+    if args.tag_column.is_some() && format != FormatArg::Conllu {
+        anyhow::bail!(
+            "--tag-column chooses a CoNLL-U column, but the format is {format:?}; fix: drop \
+             --tag-column, or pass --format conllu"
+        );
+    }
+    let column: TagColumn = args.tag_column.map_or(TagColumn::Upos, Into::into);
+    let source = |path: &PathBuf| match format {
+        FormatArg::Conllu => CorpusSource::Conllu {
+            path: path.clone(),
+            column,
+        },
+        FormatArg::Tagged => CorpusSource::Tagged { path: path.clone() },
+        FormatArg::Labelled => CorpusSource::Labelled { path: path.clone() },
+    };
+    let train = args.train.as_ref().map(source).ok_or_else(|| {
+        anyhow::anyhow!(
+            "no training data; fix: pass --train FILE (and --valid FILE, --test FILE) for \
+             --task {task}"
+        )
     })?;
-    let mut cfg = PrepareConfig::new(train, &args.out);
-    cfg.valid = source(
-        args.valid_src.clone(),
-        args.valid_tgt.clone(),
-        args.valid_tsv.clone(),
-        args,
-    );
-    cfg.test = source(
-        args.test_src.clone(),
-        args.test_tgt.clone(),
-        args.test_tsv.clone(),
-        args,
-    );
+    Ok((
+        train,
+        args.valid.as_ref().map(source),
+        args.test.as_ref().map(source),
+    ))
+}
+
+fn config(args: &PrepareArgs) -> anyhow::Result<PrepareConfig> {
+    let task: Task = args.task.into();
+    let mut cfg = if task.has_labels() {
+        let (train, valid, test) = labelled_sources(args, task)?;
+        let mut cfg = PrepareConfig::new(train, &args.out);
+        cfg.valid = valid;
+        cfg.test = test;
+        cfg
+    } else {
+        let labelled = [
+            ("--train", args.train.is_some()),
+            ("--valid", args.valid.is_some()),
+            ("--test", args.test.is_some()),
+            ("--format", args.format.is_some()),
+            ("--tag-column", args.tag_column.is_some()),
+        ];
+        if let Some((flag, _)) = labelled.iter().find(|(_, given)| *given) {
+            anyhow::bail!(
+                "{flag} is for the tagging and classification tasks; fix: pass --task tagging \
+                 or --task classification, or for translation give --train-src F --train-tgt F \
+                 (or --tsv F)"
+            );
+        }
+        let train = source(
+            args.train_src.clone(),
+            args.train_tgt.clone(),
+            args.tsv.clone(),
+            args,
+        )
+        .ok_or_else(|| {
+            anyhow::anyhow!("no training data; fix: pass --train-src F --train-tgt F, or --tsv F")
+        })?;
+        let mut cfg = PrepareConfig::new(train, &args.out);
+        cfg.valid = source(
+            args.valid_src.clone(),
+            args.valid_tgt.clone(),
+            args.valid_tsv.clone(),
+            args,
+        );
+        cfg.test = source(
+            args.test_src.clone(),
+            args.test_tgt.clone(),
+            args.test_tsv.clone(),
+            args,
+        );
+        cfg
+    };
+    cfg.task = task;
     cfg.force = args.force;
     cfg.src_tokenizer = args.src_tokenizer.or(args.tokenizer).map(Into::into);
     cfg.tgt_tokenizer = args.tgt_tokenizer.or(args.tokenizer).map(Into::into);
@@ -234,6 +401,21 @@ fn report_counts(rec: &DataToml, max_len: usize) {
             "{name}: {} pairs read, {} kept; dropped {} empty, {too_long}; cleaning changed {} source and {} target lines",
             s.input_pairs, s.kept, s.dropped_empty, s.src_changed, s.tgt_changed
         );
+        if let Some(n) = s.forms_with_spaces.filter(|&n| n > 0) {
+            eprintln!(
+                "{name}: {n} word forms held whitespace, replaced by `_` to keep each one token"
+            );
+        }
+        // Training labels are all in the vocabulary (prepare refuses otherwise).
+        if let (Some(n), Some(pairs), false) = (
+            s.unknown_labels,
+            s.pairs_with_unknown_labels,
+            name == SplitName::Train,
+        ) {
+            eprintln!(
+                "{name}: {n} labels not seen in training (in {pairs} pairs), mapped to <unk>"
+            );
+        }
     }
 }
 
@@ -254,6 +436,7 @@ pub fn run(args: PrepareArgs) -> anyhow::Result<()> {
 
     let t = &rec.tokenizers;
     println!("wrote {}", cfg.out.display());
+    println!("  task: {}", rec.options.task);
     if rec.options.joint {
         println!(
             "  tokenizer: joint {} ({} tokens)",

@@ -237,6 +237,7 @@ pub fn import(src: &Path, out: &Path, force: bool) -> Result<Imported> {
         format_version: s2s_data::datadir::FORMAT_VERSION,
         created_by: format!("s2s import marian ({})", env!("CARGO_PKG_VERSION")),
         options: DataOptions {
+            task: s2s_data::Task::Translation,
             src_tokenizer: TokenizerKind::Unigram,
             tgt_tokenizer: TokenizerKind::Unigram,
             vocab_size: v,
@@ -312,7 +313,7 @@ pub fn export(model_dir: &Path, out: &Path, force: bool) -> Result<Exported> {
     let run = model_dir::read_run_config(model_dir)?;
     let ModelConfig::Transformer(cfg) = &run.model else {
         return Err(unsupported(format!(
-            "{} holds a recurrent or convolutional model; only Transformers can be exported as MarianMT",
+            "{} holds a recurrent, convolutional or labelling model; only Transformer translation models can be exported as MarianMT",
             model_dir.display()
         )));
     };

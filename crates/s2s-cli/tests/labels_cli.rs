@@ -1,0 +1,317 @@
+//! Tagging and classification through the real binary: `s2s prepare --task` on CoNLL-U,
+//! token/TAG and LABEL-text files (and the refusals of options that belong to another task),
+//! and `s2s eval --metrics accuracy,f1` with its per-label table.
+
+mod common;
+
+use common::{run, s2s, stderr};
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+fn prepare(args: &[&str]) -> Output {
+    let mut c = s2s();
+    c.arg("prepare").args(args);
+    run(c)
+}
+
+fn conllu_word(id: usize, form: &str, upos: &str) -> String {
+    format!(
+        "{id}\t{form}\t_\t{upos}\t{}\t_\t0\tdep\t_\t_\n",
+        upos.to_lowercase()
+    )
+}
+
+const TRAIN_CONLLU: &[&[(&str, &str)]] = &[
+    &[
+        ("I", "PRON"),
+        ("don't", "AUX"),
+        ("know", "VERB"),
+        (".", "PUNCT"),
+    ],
+    &[("3 000", "NUM"), ("dogs", "NOUN"), ("bark", "VERB")],
+];
+
+fn conllu(sentences: &[&[(&str, &str)]]) -> String {
+    let mut s = String::new();
+    for (k, sent) in sentences.iter().enumerate() {
+        s += &format!("# sent_id = {k}\n");
+        for (i, (form, upos)) in sent.iter().enumerate() {
+            s += &conllu_word(i + 1, form, upos);
+        }
+        s += "\n";
+    }
+    s
+}
+
+fn p(path: &Path) -> &str {
+    path.to_str().unwrap()
+}
+
+#[test]
+fn prepare_tagging_and_classification() {
+    let d = tempfile::tempdir().unwrap();
+    let train = write(d.path(), "train.conllu", &conllu(TRAIN_CONLLU));
+    let valid = write(
+        d.path(),
+        "dev.conllu",
+        &conllu(&[&[("Oh", "INTJ"), ("dogs", "NOUN")]]),
+    );
+    let out = d.path().join("tag");
+    let o = prepare(&[
+        "--task",
+        "tagging",
+        "--train",
+        p(&train),
+        "--valid",
+        p(&valid),
+        "--tag-column",
+        "xpos",
+        "--out",
+        p(&out),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("task: tagging"), "{stdout}");
+    assert!(
+        stdout.contains("source split") && stdout.contains("target split"),
+        "{stdout}"
+    );
+    let err = stderr(&o);
+    assert!(err.contains("train: 1 word forms held whitespace"), "{err}");
+    assert!(
+        err.contains("valid: 1 labels not seen in training (in 1 pairs), mapped to <unk>"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(out.join("train.tgt")).unwrap(),
+        "pron aux verb punct\nnum noun verb\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(out.join("train.src")).unwrap(),
+        "I don't know .\n3_000 dogs bark\n"
+    );
+    let toml = std::fs::read_to_string(out.join("data.toml")).unwrap();
+    assert!(toml.contains("task = \"tagging\""), "{toml}");
+
+    // token/TAG lines.
+    let tagged = write(d.path(), "tagged.txt", "The/DT dog/NN ./.\n");
+    let o = prepare(&[
+        "--task",
+        "tagging",
+        "--format",
+        "tagged",
+        "--train",
+        p(&tagged),
+        "--out",
+        p(&d.path().join("tagged")),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+
+    // Classification: labels get `split`; any text tokenizer, but not for the labels.
+    let labelled = write(d.path(), "sst.txt", "1 a fine film .\n0 dull .\n");
+    let cls = d.path().join("cls");
+    let o = prepare(&[
+        "--task",
+        "classification",
+        "--train",
+        p(&labelled),
+        "--tokenizer",
+        "bpe",
+        "--out",
+        p(&cls),
+    ]);
+    assert!(!o.status.success());
+    let err = stderr(&o);
+    assert!(
+        err.contains("target tokenizer is bpe") && err.contains("--src-tokenizer"),
+        "{err}"
+    );
+    assert!(!cls.exists(), "nothing written on failure");
+    let o = prepare(&[
+        "--task",
+        "classification",
+        "--train",
+        p(&labelled),
+        "--src-tokenizer",
+        "char",
+        "--out",
+        p(&cls),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        stdout.contains("task: classification") && stdout.contains("source char"),
+        "{stdout}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(cls.join("train.tgt")).unwrap(),
+        "1\n0\n"
+    );
+}
+
+#[test]
+fn options_of_another_task_are_refused() {
+    let d = tempfile::tempdir().unwrap();
+    let f = write(d.path(), "f.txt", "1 a\n");
+    let out = d.path().join("out");
+    let cases: [(&[&str], &str); 5] = [
+        (
+            &["--train", p(&f)],
+            "--train is for the tagging and classification tasks; fix: pass --task tagging",
+        ),
+        (
+            &[
+                "--train-src",
+                p(&f),
+                "--train-tgt",
+                p(&f),
+                "--format",
+                "conllu",
+            ],
+            "--format is for the tagging and classification tasks",
+        ),
+        (
+            &[
+                "--task",
+                "tagging",
+                "--train-src",
+                p(&f),
+                "--train-tgt",
+                p(&f),
+            ],
+            "--train-src is for translation data; fix: for --task tagging pass one labelled file",
+        ),
+        (
+            &[
+                "--task",
+                "classification",
+                "--train",
+                p(&f),
+                "--valid-tsv",
+                p(&f),
+            ],
+            "--valid-tsv is for translation data",
+        ),
+        (
+            &[
+                "--task",
+                "tagging",
+                "--format",
+                "tagged",
+                "--train",
+                p(&f),
+                "--tag-column",
+                "upos",
+            ],
+            "--tag-column chooses a CoNLL-U column",
+        ),
+    ];
+    for (args, want) in cases {
+        let mut all = args.to_vec();
+        all.extend(["--out", p(&out)]);
+        let o = prepare(&all);
+        assert!(!o.status.success(), "{args:?} succeeded");
+        let err = stderr(&o);
+        assert!(err.contains(want), "{args:?}: {err}");
+        assert!(!out.exists());
+    }
+    // A format of the wrong task reaches the library's check, which names the file.
+    let o = prepare(&[
+        "--task",
+        "tagging",
+        "--format",
+        "labelled",
+        "--train",
+        p(&f),
+        "--out",
+        p(&out),
+    ]);
+    let err = stderr(&o);
+    assert!(
+        !o.status.success() && err.contains("f.txt") && err.contains("--task classification"),
+        "{err}"
+    );
+    // A malformed CoNLL-U line: file, line and fix.
+    let bad = write(d.path(), "bad.conllu", "# c\n1\tword\tNOUN\n");
+    let o = prepare(&["--task", "tagging", "--train", p(&bad), "--out", p(&out)]);
+    let err = stderr(&o);
+    assert!(
+        err.contains("bad.conllu:2: 3 tab-separated column(s)") && err.contains("fix:"),
+        "{err}"
+    );
+}
+
+fn eval(hyp: &Path, refs: &[&Path], extra: &[&str]) -> Output {
+    let mut c = s2s();
+    c.args(["eval", "--metrics", "accuracy,f1", "--hyp"])
+        .arg(hyp);
+    for r in refs {
+        c.arg("--ref").arg(r);
+    }
+    c.args(extra);
+    run(c)
+}
+
+#[test]
+fn eval_accuracy_and_macro_f1() {
+    let d = tempfile::tempdir().unwrap();
+    // Positions (ref -> hyp): DET->DET NOUN->VERB VERB->VERB | NOUN->NOUN ADJ->NOUN.
+    let refs = write(d.path(), "test.tgt", "DET NOUN VERB\nNOUN ADJ\n");
+    let hyp = write(d.path(), "test.hyp", "DET VERB VERB\nNOUN NOUN\n");
+    let o = eval(&hyp, &[&refs], &["--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        v["accuracy"],
+        json!({"name": "accuracy", "score": 60.0, "correct": 3, "count": 5})
+    );
+    // ADJ 0; DET 100; NOUN P 50 R 50 F1 50; VERB P 50 R 100 F1 66.67 -> mean 54.17.
+    assert_eq!(v["f1"]["score"], json!(54.17));
+    assert_eq!(
+        v["f1"]["labels"],
+        json!([
+            {"label": "ADJ", "precision": 0.0, "recall": 0.0, "f1": 0.0, "support": 1},
+            {"label": "DET", "precision": 100.0, "recall": 100.0, "f1": 100.0, "support": 1},
+            {"label": "NOUN", "precision": 50.0, "recall": 50.0, "f1": 50.0, "support": 2},
+            {"label": "VERB", "precision": 50.0, "recall": 100.0, "f1": 66.67, "support": 1},
+        ])
+    );
+
+    let o = eval(&hyp, &[&refs], &["--width", "1"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines[0], "accuracy = 60.0 (3 of 5 labels correct)",
+        "{text}"
+    );
+    assert_eq!(lines[1], "macro-F1 = 54.2 (mean over 4 labels)", "{text}");
+    let verb: Vec<&str> = lines[6].split_whitespace().collect();
+    assert_eq!(verb, ["VERB", "50.0", "100.0", "66.7", "1"], "{text}");
+
+    // A hypothesis line with a missing tag: files, line, counts and the fix.
+    let short = write(d.path(), "short.hyp", "DET VERB VERB\nNOUN\n");
+    let o = eval(&short, &[&refs], &[]);
+    assert!(!o.status.success());
+    let err = stderr(&o);
+    assert!(
+        err.contains("short.hyp against")
+            && err.contains("test.tgt")
+            && err.contains("line 2: the hypothesis has 1 label(s) but the reference has 2")
+            && err.contains("fix:"),
+        "{err}"
+    );
+    let o = eval(&hyp, &[&refs, &refs], &[]);
+    let err = stderr(&o);
+    assert!(
+        !o.status.success() && err.contains("fix: pass one --ref"),
+        "{err}"
+    );
+}

@@ -1,0 +1,56 @@
+//! What a data directory is for: the task decides the input formats `prepare` reads, the
+//! tokenizers it may use, and the head, loss and metric a model trained on it gets.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::DataError;
+
+/// The task of a data directory and of the models trained on it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Task {
+    /// N vs M: a target sequence of its own length (translation, G2P, summaries).
+    #[default]
+    Translation,
+    /// N vs N: one label per source token (part-of-speech tagging).
+    Tagging,
+    /// N vs 1: one label per sequence (sentiment, question type).
+    Classification,
+}
+
+impl Task {
+    pub const ALL: [Task; 3] = [Task::Translation, Task::Tagging, Task::Classification];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Task::Translation => "translation",
+            Task::Tagging => "tagging",
+            Task::Classification => "classification",
+        }
+    }
+
+    /// Whether the target side is labels (one `split` token each) rather than text.
+    pub fn has_labels(self) -> bool {
+        self != Task::Translation
+    }
+}
+
+impl std::fmt::Display for Task {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for Task {
+    type Err = DataError;
+    fn from_str(s: &str) -> Result<Self, DataError> {
+        Task::ALL
+            .into_iter()
+            .find(|t| t.as_str() == s)
+            .ok_or_else(|| {
+                DataError::Config(format!(
+                    "unknown task `{s}`; fix: use translation, tagging or classification"
+                ))
+            })
+    }
+}
