@@ -41,7 +41,10 @@ pub enum TeacherForcingSchedule {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum BestBy {
+    /// Validation BLEU (translation).
     Bleu,
+    /// Validation label accuracy (tagging, classification).
+    Accuracy,
     Loss,
 }
 
@@ -240,6 +243,20 @@ impl RunConfig {
             }
         }
         self.model.validate().map_err(|e| format!("[model] {e}"))?;
+        let task = self.model.task();
+        match (self.train.best_by, task.has_labels()) {
+            (BestBy::Bleu, true) => {
+                return Err(format!(
+                    "[train] best_by = \"bleu\" scores translations; a {task} model is kept by \"accuracy\" or \"loss\""
+                ));
+            }
+            (BestBy::Accuracy, false) => {
+                return Err(
+                    "[train] best_by = \"accuracy\" scores labels; a translation model is kept by \"bleu\" or \"loss\"".into(),
+                );
+            }
+            _ => {}
+        }
         self.model
             .check_vocab(self.src_vocab, self.tgt_vocab)
             .map_err(|e| format!("[model] {e}"))?;
@@ -329,7 +346,12 @@ fn build(
         .try_into()
         .map_err(|e| format!("{where_}: invalid [model]: {e}"))?;
     model.validate().map_err(|e| format!("{where_}: {e}"))?;
-    let mut train = toml::Table::try_from(TrainConfig::default()).map_err(|e| e.to_string())?;
+    let mut defaults = TrainConfig::default();
+    if model.task().has_labels() {
+        // A labelling model's validation score is its accuracy.
+        defaults.best_by = BestBy::Accuracy;
+    }
+    let mut train = toml::Table::try_from(defaults).map_err(|e| e.to_string())?;
     if let Some(t) = train_overrides {
         merge_toml(&mut train, t);
     }

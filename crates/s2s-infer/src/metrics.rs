@@ -24,6 +24,9 @@ pub struct MetricsRecord {
     pub valid_ppl: f64,
     #[serde(default = "absent", with = "finite_or_null")]
     pub valid_bleu: f64,
+    /// Percent of validation labels right (tagging, classification).
+    #[serde(default = "absent", with = "finite_or_null")]
+    pub valid_accuracy: f64,
     #[serde(default = "absent", with = "finite_or_null")]
     pub tokens_per_sec: f64,
     #[serde(default = "absent", with = "finite_or_null")]
@@ -94,6 +97,7 @@ mod tests {
             valid_loss,
             valid_ppl: valid_loss.exp(),
             valid_bleu: f64::NAN,
+            valid_accuracy: 91.5,
             tokens_per_sec: 100.0,
             elapsed_sec: 1.5,
             lr: 1e-3,

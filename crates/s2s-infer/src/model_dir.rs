@@ -103,17 +103,19 @@ pub fn read_run_config(dir: &Path) -> Result<RunConfig, InferError> {
     Ok(run)
 }
 
-/// `model.json`'s content: the preset (if any), the model family and the number of trainable
+/// `model.json`'s content: the preset (if any), the model family, its task and the number of trainable
 /// parameters (tied or shared weights counted once), for reports such as the benchmark table.
 pub fn model_info(run: &RunConfig, parameters: usize) -> serde_json::Value {
     let family = match &run.model {
         s2s_models::ModelConfig::Rnn(_) => "rnn",
         s2s_models::ModelConfig::Transformer(_) => "transformer",
         s2s_models::ModelConfig::ConvS2S(_) => "convs2s",
+        s2s_models::ModelConfig::Labeller(_) => "labeller",
     };
     serde_json::json!({
         "arch": run.arch,
         "family": family,
+        "task": run.model.task(),
         "parameters": parameters,
         "src_vocab": run.src_vocab,
         "tgt_vocab": run.tgt_vocab,

@@ -210,7 +210,27 @@ struct Figure {
     series: Vec<Series>,
 }
 
-fn figures() -> Vec<Figure> {
+/// The figures of a run: loss, its task's validation score (BLEU, or label accuracy for a
+/// labelling model, whose records have it), and the learning rate.
+fn figures(records: &[MetricsRecord]) -> Vec<Figure> {
+    let labels = records.iter().any(|r| r.valid_accuracy.is_finite());
+    let score = if labels {
+        Figure {
+            name: "accuracy",
+            y_desc: "validation accuracy %",
+            legend: SeriesLabelPosition::LowerRight,
+            series: vec![("valid accuracy", RGBColor(22, 163, 74), |r| {
+                r.valid_accuracy
+            })],
+        }
+    } else {
+        Figure {
+            name: "bleu",
+            y_desc: "validation BLEU",
+            legend: SeriesLabelPosition::LowerRight,
+            series: vec![("valid BLEU", RGBColor(22, 163, 74), |r| r.valid_bleu)],
+        }
+    };
     vec![
         Figure {
             name: "loss",
@@ -221,12 +241,7 @@ fn figures() -> Vec<Figure> {
                 ("valid loss", RGBColor(220, 38, 38), |r| r.valid_loss),
             ],
         },
-        Figure {
-            name: "bleu",
-            y_desc: "validation BLEU",
-            legend: SeriesLabelPosition::LowerRight,
-            series: vec![("valid BLEU", RGBColor(22, 163, 74), |r| r.valid_bleu)],
-        },
+        score,
         Figure {
             name: "lr",
             y_desc: "learning rate",
@@ -330,14 +345,15 @@ fn draw_panel(
 }
 
 /// The training curves of `metrics.jsonl` as SVG figures `(name, svg)`: `loss` (train and
-/// validation), `bleu` (validation BLEU) and `lr` (learning rate), each with two panels: against
+/// validation), `bleu` (validation BLEU; `accuracy` for a labelling model) and `lr` (learning
+/// rate), each with two panels: against
 /// steps and against minutes of training. Every validation is a marker on its line.
 pub fn training_svgs(records: &[MetricsRecord]) -> Result<Vec<(&'static str, String)>> {
     if records.is_empty() {
         bail!("no validations recorded yet: metrics.jsonl is empty");
     }
     let mut out = Vec::new();
-    for fig in figures() {
+    for fig in figures(records) {
         let mut svg = String::new();
         {
             let root = SVGBackend::with_string(&mut svg, (1000, 380)).into_drawing_area();
@@ -359,13 +375,13 @@ pub fn training_svgs(records: &[MetricsRecord]) -> Result<Vec<(&'static str, Str
     Ok(out)
 }
 
-/// One figure for reports such as the benchmark table: validation BLEU (left) and train and
+/// One figure for reports such as the benchmark table: validation BLEU or accuracy (left) and train and
 /// validation loss (right), both against minutes of training, under `title`.
 pub fn curves_svg(records: &[MetricsRecord], title: &str) -> Result<String> {
     if records.is_empty() {
         bail!("no validations recorded yet: metrics.jsonl is empty");
     }
-    let figs = figures();
+    let figs = figures(records);
     let find = |name: &str| figs.iter().find(|f| f.name == name).expect("figure exists");
     let mut svg = String::new();
     {
@@ -374,7 +390,8 @@ pub fn curves_svg(records: &[MetricsRecord], title: &str) -> Result<String> {
         let root = root.titled(title, ("sans-serif", 18)).map_err(plot_err)?;
         let panels = root.split_evenly((1, 2));
         let minutes = |r: &MetricsRecord| r.elapsed_sec / 60.0;
-        draw_panel(&panels[0], find("bleu"), records, "minutes", minutes, false)?;
+        // The task's score: BLEU, or label accuracy.
+        draw_panel(&panels[0], &figs[1], records, "minutes", minutes, false)?;
         draw_panel(&panels[1], find("loss"), records, "minutes", minutes, false)?;
         root.present().map_err(plot_err)?;
     }

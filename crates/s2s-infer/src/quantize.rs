@@ -45,6 +45,7 @@ pub fn quantize(model_dir: &Path, out: &Path, force: bool) -> Result<Quantized, 
         s2s_models::ModelConfig::Transformer(_) => None,
         s2s_models::ModelConfig::Rnn(_) => Some("a recurrent model"),
         s2s_models::ModelConfig::ConvS2S(_) => Some("a ConvS2S model"),
+        s2s_models::ModelConfig::Labeller(_) => Some("a labelling model"),
     };
     if let Some(family) = family {
         return Err(InferError::Config(format!(

@@ -1,5 +1,6 @@
 //! Text in, hypotheses out: the one path from a sentence to its translations that `s2s translate`,
-//! `s2s serve` and the trainer's validation share.
+//! `s2s serve` and the trainer's validation share. A labelling model (tagging, classification)
+//! takes the same path, its labels standing in for the one hypothesis.
 //!
 //! ```text
 //! text -> clean (as the corpus was) -> source tokenizer -> ids
@@ -204,6 +205,9 @@ impl Translator {
         batch_size: usize,
     ) -> Result<Vec<Vec<Hypothesis>>, InferError> {
         let l = &self.loaded;
+        if let Some(labeller) = l.model.as_labeller() {
+            return Ok(self.label(labeller, sources, batch_size));
+        }
         let (blank, to_search): (Vec<usize>, Vec<usize>) =
             (0..sources.len()).partition(|&i| self.is_blank(&sources[i]));
         if blank.is_empty() {
@@ -239,6 +243,32 @@ impl Translator {
             out[i] = vec![empty_hypothesis()];
         }
         Ok(out)
+    }
+
+    /// A labeller's "search": its labels in one pass, as the one hypothesis of each source, the
+    /// labels as its tokens (so that its text is the tags, or the label). Its score is the mean
+    /// log-probability of its labels and its log-probability their sum; there is no attention.
+    fn label(
+        &self,
+        labeller: &s2s_models::labeller::Labeller,
+        sources: &[Vec<u32>],
+        batch_size: usize,
+    ) -> Vec<Vec<Hypothesis>> {
+        let l = &self.loaded;
+        s2s_models::labeller::label_all(labeller, &l.device, sources, self.specials(), batch_size)
+            .into_iter()
+            .map(|labels| {
+                let token_logprobs: Vec<f32> = labels.iter().map(|&(_, p)| p.ln()).collect();
+                let logprob: f32 = token_logprobs.iter().sum();
+                vec![Hypothesis {
+                    tokens: labels.iter().map(|&(id, _)| id).collect(),
+                    score: logprob / token_logprobs.len().max(1) as f32,
+                    logprob,
+                    token_logprobs,
+                    attention: None,
+                }]
+            })
+            .collect()
     }
 
     /// Translates every text: [`Translator::encode`], [`Translator::search`], then

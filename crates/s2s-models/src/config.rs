@@ -2,9 +2,11 @@
 
 use crate::attention::Score;
 use crate::convs2s::ConvS2SConfig;
+use crate::labeller::{EncoderKind, Head, LabellerConfig};
 use crate::rnn::model::Bridge;
 use crate::rnn::{CellKind, ContextMode, RnnAttention, RnnConfig};
 use crate::transformer::{Activation, Positions, TransformerConfig};
+use s2s_data::Task;
 use serde::{Deserialize, Serialize};
 
 /// An architecture and its hyperparameters, as written to `config.toml` under `[model]`.
@@ -15,6 +17,8 @@ pub enum ModelConfig {
     Transformer(TransformerConfig),
     #[serde(rename = "convs2s")]
     ConvS2S(ConvS2SConfig),
+    /// An encoder and a label head: tagging or classification.
+    Labeller(LabellerConfig),
 }
 
 impl ModelConfig {
@@ -23,6 +27,17 @@ impl ModelConfig {
             ModelConfig::Rnn(c) => c.validate(),
             ModelConfig::Transformer(c) => c.validate(),
             ModelConfig::ConvS2S(c) => c.validate(),
+            ModelConfig::Labeller(c) => c.validate(),
+        }
+    }
+
+    /// The task a model of this config is for: a labeller's head decides between tagging and
+    /// classification; every encoder-decoder translates.
+    pub fn task(&self) -> Task {
+        match self {
+            ModelConfig::Labeller(c) if c.head.per_token() => Task::Tagging,
+            ModelConfig::Labeller(_) => Task::Classification,
+            _ => Task::Translation,
         }
     }
 
@@ -56,8 +71,69 @@ pub fn preset_names() -> Vec<&'static str> {
         "transformer-base",
         "convs2s-tiny",
         "convs2s-small",
+        "bilstm-tagger",
+        "bilstm-tagger-tiny",
+        "bilstm-classifier",
+        "bilstm-classifier-tiny",
+        "transformer-classifier",
+        "transformer-classifier-tiny",
     ]);
     names
+}
+
+fn labeller(
+    encoder: EncoderKind,
+    head: Head,
+    emb: usize,
+    hidden: usize,
+    layers: usize,
+) -> LabellerConfig {
+    LabellerConfig {
+        encoder,
+        head,
+        emb_dim: emb,
+        hidden,
+        layers,
+        bidirectional: encoder != EncoderKind::Transformer,
+        heads: 4,
+        ffn_dim: 4 * hidden,
+        dropout: 0.33,
+        max_positions: 1024,
+    }
+}
+
+/// The labelling presets: a BiLSTM tagger (Plank et al. 2016's shape, without their character
+/// model), a BiLSTM classifier with max pooling (Conneau et al. 2017's encoder) and a small
+/// Transformer classifier with attention pooling.
+fn labelling(name: &str) -> Option<ModelConfig> {
+    let (base, tiny) = match name.strip_suffix("-tiny") {
+        Some(b) => (b, true),
+        None => (name, false),
+    };
+    let cfg = match base {
+        "bilstm-tagger" => labeller(EncoderKind::Lstm, Head::Tokens, 128, 256, 2),
+        "bilstm-classifier" => LabellerConfig {
+            dropout: 0.5,
+            ..labeller(EncoderKind::Lstm, Head::Max, 256, 256, 1)
+        },
+        "transformer-classifier" => LabellerConfig {
+            dropout: 0.2,
+            ..labeller(EncoderKind::Transformer, Head::Attention, 256, 256, 2)
+        },
+        _ => return None,
+    };
+    Some(ModelConfig::Labeller(if tiny {
+        LabellerConfig {
+            emb_dim: 32,
+            hidden: 32,
+            layers: 1,
+            ffn_dim: 64,
+            dropout: 0.0,
+            ..cfg
+        }
+    } else {
+        cfg
+    }))
 }
 
 /// A post-norm Transformer with sinusoidal positions and a tied output projection. Embeddings are
@@ -148,6 +224,13 @@ fn rnn(cell: CellKind, emb: usize, hidden: usize, layers: usize) -> RnnConfig {
 
 /// The config of a named preset, or `None` for an unknown name.
 pub fn preset(name: &str) -> Option<ModelConfig> {
+    if name.ends_with("-tagger")
+        || name.ends_with("-classifier")
+        || name.ends_with("-tagger-tiny")
+        || name.ends_with("-classifier-tiny")
+    {
+        return labelling(name);
+    }
     if name.starts_with("transformer") || name.starts_with("convs2s") {
         return non_recurrent(name);
     }

@@ -69,6 +69,9 @@ impl StepModel for Decoder<'_> {
             }
             Seq2SeqModel::Transformer(m) => ModelState::Transformer(m.start(src.ids, src.pad)),
             Seq2SeqModel::ConvS2S(m) => ModelState::ConvS2S(m.start(src.ids, src.pad)),
+            Seq2SeqModel::Labeller(_) => {
+                panic!("a labeller has no decoder to search: label with Labeller::predict")
+            }
         };
         DecodeState {
             sentence_of_row: (0..sources.len()).collect(),

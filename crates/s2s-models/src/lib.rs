@@ -1,6 +1,7 @@
 //! Burn modules for s2s: the recurrent family (basic encoder-decoder, RNNsearch, Luong), the
 //! Transformer and ConvS2S, their configs and named presets, and the adapter that lets
-//! `s2s-search` decode any of them.
+//! `s2s-search` decode any of them; and the encoder-only [`labeller`] of the tagging and
+//! classification tasks.
 
 pub mod attention;
 pub mod backend;
@@ -10,6 +11,7 @@ pub mod decoder;
 pub mod engine;
 pub mod init;
 pub mod io;
+pub mod labeller;
 pub mod layers;
 pub mod output;
 pub mod rnn;
@@ -26,7 +28,8 @@ use burn::module::Module;
 use burn::tensor::{Bool, Device, Int, Tensor, TensorData};
 
 /// Every architecture s2s can train, behind one type so the trainer, the search adapter and the
-/// server need no generics over models.
+/// server need no generics over models. The encoder-decoders are searched; a [`labeller`] labels
+/// in one pass ([`labeller::Labeller::predict`]) and has no decoder.
 // One model per process (or per loaded checkpoint): the variants' sizes do not matter, and burn's
 // `Module` derive does not see through a `Box`.
 #[allow(clippy::large_enum_variant)]
@@ -35,6 +38,7 @@ pub enum Seq2SeqModel {
     Rnn(rnn::RnnSeq2Seq),
     Transformer(transformer::TransformerSeq2Seq),
     ConvS2S(convs2s::ConvS2S),
+    Labeller(labeller::Labeller),
 }
 
 impl Seq2SeqModel {
@@ -76,6 +80,9 @@ impl Seq2SeqModel {
             ModelConfig::ConvS2S(c) => {
                 Seq2SeqModel::ConvS2S(convs2s::ConvS2S::new(c, src_vocab, tgt_vocab, device))
             }
+            ModelConfig::Labeller(c) => {
+                Seq2SeqModel::Labeller(labeller::Labeller::new(c, src_vocab, tgt_vocab, device))
+            }
         })
     }
 
@@ -100,7 +107,9 @@ impl Seq2SeqModel {
     ///
     /// `feed_gold` (scheduled sampling) applies to the recurrent models only. The Transformer and
     /// ConvS2S always use full teacher forcing, the whole target in one parallel pass, and ignore
-    /// it: feeding their own predictions would need a sequential pass per step.
+    /// it: feeding their own predictions would need a sequential pass per step. A labeller reads
+    /// no target: its output is [`labeller::Labeller::features`], `[batch, 1, hidden]` when it
+    /// labels whole sequences (see [`Seq2SeqModel::loss_targets`]).
     pub fn teacher_hidden(
         &self,
         src: &PaddedIds,
@@ -112,6 +121,7 @@ impl Seq2SeqModel {
             Seq2SeqModel::Rnn(m) => m.teacher_hidden(ids, pad, tgt_in, feed_gold).0,
             Seq2SeqModel::Transformer(m) => m.teacher_hidden(ids, pad, tgt_in).0,
             Seq2SeqModel::ConvS2S(m) => m.teacher_hidden(ids, pad, tgt_in).0,
+            Seq2SeqModel::Labeller(m) => m.features(ids, &pad),
         }
     }
 
@@ -126,8 +136,62 @@ impl Seq2SeqModel {
             Seq2SeqModel::Rnn(m) => m.output_layer(),
             Seq2SeqModel::Transformer(m) => m.output_layer(),
             Seq2SeqModel::ConvS2S(m) => m.output_layer(),
+            Seq2SeqModel::Labeller(m) => m.output_layer(),
         }
     }
+
+    /// The labeller, for a model of a labelling task.
+    pub fn as_labeller(&self) -> Option<&labeller::Labeller> {
+        match self {
+            Seq2SeqModel::Labeller(m) => Some(m),
+            _ => None,
+        }
+    }
+
+    /// What [`Seq2SeqModel::teacher_hidden`]'s positions are scored against, for batch `b`: the
+    /// decoder output rows; for a tagger the same rows without `<eos>` (a source's `<eos>` has no
+    /// tag); for a classifier the first column (the label).
+    pub fn loss_targets(&self, b: &s2s_data::Batch) -> LossTargets {
+        let pad = b.specials.pad;
+        match self.as_labeller().map(|m| m.cfg.head.per_token()) {
+            None => LossTargets {
+                ids: b.tgt_out.clone(),
+                shape: [b.batch_size, b.tgt_len],
+                tokens: b.num_tgt_tokens(),
+            },
+            Some(true) => {
+                assert_eq!(
+                    b.src_len, b.tgt_len,
+                    "tagging needs one tag per source token"
+                );
+                let ids: Vec<u32> = b
+                    .tgt_out
+                    .iter()
+                    .map(|&t| if t == b.specials.eos { pad } else { t })
+                    .collect();
+                let tokens = ids.iter().filter(|&&t| t != pad).count();
+                LossTargets {
+                    ids,
+                    shape: [b.batch_size, b.tgt_len],
+                    tokens,
+                }
+            }
+            Some(false) => LossTargets {
+                ids: b.tgt_out.chunks(b.tgt_len).map(|row| row[0]).collect(),
+                shape: [b.batch_size, 1],
+                tokens: b.batch_size,
+            },
+        }
+    }
+}
+
+/// The targets of a training batch's loss: row-major ids of `shape` (padding where nothing is
+/// scored), and how many are scored.
+#[derive(Clone, Debug)]
+pub struct LossTargets {
+    pub ids: Vec<u32>,
+    pub shape: [usize; 2],
+    pub tokens: usize,
 }
 
 /// A padded batch of token ids on a device, with its padding mask (true at padding).

@@ -77,7 +77,8 @@ pub fn batch_loss(
 ) -> LossOutput {
     let src = PaddedIds::from_flat(&b.src, b.batch_size, b.src_len, b.specials.pad, device);
     let tgt_in = int_tensor(&b.tgt_in, [b.batch_size, b.tgt_len], device);
-    let tgt_out = int_tensor(&b.tgt_out, [b.batch_size, b.tgt_len], device);
+    let targets = model.loss_targets(b);
+    let tgt_out = int_tensor(&targets.ids, targets.shape, device);
     // Every random stream of this step comes from (seed, step): dropout via the device seed,
     // scheduled sampling via its own generator. Resume therefore needs no RNG state.
     device.seed(replica_seed(mix(cfg.seed, step as u64), replica));
@@ -101,7 +102,7 @@ pub fn batch_loss(
         tgt_out,
         b.specials.pad,
         cfg.label_smoothing,
-        b.num_tgt_tokens(),
+        targets.tokens,
     )
 }
 
@@ -167,7 +168,7 @@ fn replica_step(
     let scaled = out.loss * weight;
     ReplicaResult {
         loss,
-        tokens: b.num_tgt_tokens(),
+        tokens: replica_model.loss_targets(b).tokens,
         grads: GradientsParams::from_grads(scaled.backward(), &replica_model),
     }
 }
@@ -208,7 +209,7 @@ pub fn batch_gradients(
     }
     let out = batch_loss(model, &device.clone().autodiff(), b, cfg, step, 0);
     let v = out.loss.clone().into_scalar::<f32>() as f64;
-    (v, b.num_tgt_tokens(), Pending::Loss(out.loss))
+    (v, model.loss_targets(b).tokens, Pending::Loss(out.loss))
 }
 
 /// One batch's forward and backward with its rows split into `workers` contiguous shares, one
@@ -226,7 +227,7 @@ pub fn split_over_cores(
     workers: usize,
 ) -> ParallelStep {
     let ad = device.clone().autodiff();
-    let total = b.num_tgt_tokens().max(1) as f64;
+    let total = model.loss_targets(b).tokens.max(1) as f64;
     let shares: Vec<(usize, Batch, Seq2SeqModel)> = (0..workers)
         .map(|i| {
             (
@@ -237,7 +238,7 @@ pub fn split_over_cores(
         })
         .collect();
     let results = s2s_models::workers::run_each(shares, |(i, share, replica)| {
-        let weight = share.num_tgt_tokens() as f64 / total;
+        let weight = replica.loss_targets(&share).tokens as f64 / total;
         replica_step(replica, &ad, &share, cfg, step, i, weight, false)
     });
     sum_replicas(model, &ad, results)

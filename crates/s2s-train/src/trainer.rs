@@ -1,5 +1,5 @@
 //! The training loop: teacher-forced steps over token-budget batches, periodic validation (loss,
-//! perplexity, greedy BLEU), best-model tracking, early stopping and exact resume.
+//! perplexity, greedy BLEU or label accuracy), best-model tracking, early stopping and exact resume.
 
 use crate::TrainError;
 use crate::checkpoint::{self, OPTIMIZER, STATE, TrainerState, WEIGHTS};
@@ -27,7 +27,7 @@ use std::time::Instant;
 pub struct Corpus<'a> {
     pub train: &'a EncodedSplit,
     pub valid: Option<&'a EncodedSplit>,
-    /// Cleaned target sentences of the validation split (BLEU references).
+    /// Cleaned target lines of the validation split (BLEU references, or the gold labels).
     pub valid_refs: &'a [String],
     pub tgt_tokenizer: &'a TextTokenizer,
 }
@@ -115,16 +115,31 @@ pub fn grad_norm(model: &Seq2SeqModel, grads: &GradientsParams) -> f64 {
         .map_or(0.0, |s| (s.into_scalar::<f32>() as f64).sqrt())
 }
 
-/// Loss and greedy BLEU on the validation split, with the model in inference mode; both NaN (no
-/// value, `null` in metrics.jsonl) when there is no validation split.
+/// What one validation measured; NaN where it measured nothing (no validation split, or a score
+/// of another task).
+struct Validation {
+    loss: f64,
+    /// Greedy BLEU (translation).
+    bleu: f64,
+    /// Percent of labels right (tagging, classification).
+    accuracy: f64,
+}
+
+/// Loss and the task's score on the validation split, with the model in inference mode: greedy
+/// BLEU for a translation model, label accuracy for a labeller.
 fn validate(
     model: &Seq2SeqModel,
     device: &Device,
     run: &RunConfig,
     corpus: &Corpus,
-) -> Result<(f64, f64), TrainError> {
+) -> Result<Validation, TrainError> {
+    let mut out = Validation {
+        loss: f64::NAN,
+        bleu: f64::NAN,
+        accuracy: f64::NAN,
+    };
     let Some(valid) = corpus.valid else {
-        return Ok((f64::NAN, f64::NAN));
+        return Ok(out);
     };
     let cfg = &run.train;
     let bcfg = BatchConfig {
@@ -136,11 +151,28 @@ fn validate(
         let b = valid.batch(&idx);
         let src = PaddedIds::from_flat(&b.src, b.batch_size, b.src_len, b.specials.pad, device);
         let tgt_in = int_tensor(&b.tgt_in, [b.batch_size, b.tgt_len], device);
-        let tgt_out = int_tensor(&b.tgt_out, [b.batch_size, b.tgt_len], device);
+        let targets = model.loss_targets(&b);
+        let tgt_out = int_tensor(&targets.ids, targets.shape, device);
         let logits = model.forward_teacher(&src, tgt_in, None);
-        let out = label_smoothed_nll(logits, tgt_out, b.specials.pad, 0.0, b.num_tgt_tokens());
-        nll += out.nll_sum.into_scalar::<f32>() as f64;
-        tokens += b.num_tgt_tokens();
+        let nll_out = label_smoothed_nll(logits, tgt_out, b.specials.pad, 0.0, targets.tokens);
+        nll += nll_out.nll_sum.into_scalar::<f32>() as f64;
+        tokens += targets.tokens;
+    }
+    out.loss = nll / tokens.max(1) as f64;
+    if let Some(labeller) = model.as_labeller() {
+        let labels =
+            s2s_models::labeller::label_all(labeller, device, &valid.src, valid.specials, 64);
+        let hyps: Vec<String> = labels
+            .iter()
+            .map(|l| {
+                let ids: Vec<u32> = l.iter().map(|&(id, _)| id).collect();
+                corpus.tgt_tokenizer.decode(&ids)
+            })
+            .collect();
+        out.accuracy = s2s_eval::labels::label_scores(&hyps, corpus.valid_refs)
+            .map_err(|e| TrainError::Config(format!("validation accuracy: {e}")))?
+            .accuracy;
+        return Ok(out);
     }
     let n = if cfg.valid_bleu_sentences == 0 {
         valid.len()
@@ -168,10 +200,10 @@ fn validate(
             .map_err(|e| TrainError::Config(format!("bleu_tokenize: {e}")))?,
         ..BleuConfig::default()
     };
-    let bleu = corpus_bleu(&texts, &refs, &bleu_cfg)
+    out.bleu = corpus_bleu(&texts, &refs, &bleu_cfg)
         .map_err(|e| TrainError::Config(format!("validation BLEU: {e}")))?
         .score;
-    Ok((nll / tokens.max(1) as f64, bleu))
+    Ok(out)
 }
 
 /// Trains (or resumes) the run in `model_dir`, which must already hold `config.toml` and the
@@ -588,7 +620,8 @@ impl<'a> Trainer<'a> {
         let cfg = self.cfg;
         let inference = self.model().valid();
         let corpus = self.corpus;
-        let (valid_loss, valid_bleu) = validate(&inference, &self.devices[0], self.run, corpus)?;
+        let measured = validate(&inference, &self.devices[0], self.run, corpus)?;
+        let valid_loss = measured.loss;
         let plan = self.plan();
         let st = &mut self.st;
         let records = &mut self.records;
@@ -600,16 +633,22 @@ impl<'a> Trainer<'a> {
             train_loss: st.loss_sum / st.loss_tokens.max(1) as f64,
             valid_loss,
             valid_ppl: valid_loss.exp(),
-            valid_bleu,
+            valid_bleu: measured.bleu,
+            valid_accuracy: measured.accuracy,
             tokens_per_sec: st.loss_tokens as f64 / st.train_sec_since_valid.max(1e-9),
             elapsed_sec: st.elapsed_sec,
             lr: learning_rate(cfg, &plan, st.step.max(1)),
             teacher_forcing: teacher_forcing_ratio(cfg, st.step),
         };
         let valid = if corpus.valid.is_some() {
+            let score = if record.valid_accuracy.is_finite() {
+                format!("accuracy {:.2}%", record.valid_accuracy)
+            } else {
+                format!("BLEU {:.2}", record.valid_bleu)
+            };
             format!(
-                "valid loss {:.3}, ppl {:.2}, BLEU {:.2}",
-                record.valid_loss, record.valid_ppl, record.valid_bleu
+                "valid loss {:.3}, ppl {:.2}, {score}",
+                record.valid_loss, record.valid_ppl
             )
         } else {
             "no validation split".to_owned()
@@ -632,7 +671,8 @@ impl<'a> Trainer<'a> {
         st.loss_tokens = 0;
         st.train_sec_since_valid = 0.0;
         let score = match cfg.best_by {
-            BestBy::Bleu if corpus.valid.is_some() => valid_bleu,
+            BestBy::Bleu if corpus.valid.is_some() => measured.bleu,
+            BestBy::Accuracy if corpus.valid.is_some() => measured.accuracy,
             _ => -valid_loss,
         };
         let improved = st.best.is_none_or(|b| score > b) || !score.is_finite();

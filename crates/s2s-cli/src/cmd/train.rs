@@ -247,6 +247,14 @@ pub fn run_holding(args: TrainArgs, held: Option<model_dir::ModelDirLock>) -> Re
         }
         run
     };
+    let (data_task, model_task) = (data.meta.options.task, run.model.task());
+    if data_task != model_task {
+        bail!(
+            "{} holds {data_task} data but the model is for {model_task}; fix: choose a {data_task} model ({}), or prepare the data with --task {model_task}",
+            args.data.display(),
+            task_presets(data_task)
+        );
+    }
     if run.src_vocab != data.src_tokenizer.vocab_size()
         || run.tgt_vocab != data.tgt_tokenizer.vocab_size()
     {
@@ -294,9 +302,14 @@ pub fn run_holding(args: TrainArgs, held: Option<model_dir::ModelDirLock>) -> Re
     if let Some(m) = &outcome.last {
         let minutes = (outcome.state.elapsed_sec / 60.0 * 10.0).round() / 10.0;
         if corpus.valid.is_some() {
+            let score = if m.valid_accuracy.is_finite() {
+                format!("accuracy {:.2}%", m.valid_accuracy)
+            } else {
+                format!("BLEU {:.2}", m.valid_bleu)
+            };
             println!(
-                "step {} epoch {}: valid loss {:.3}, ppl {:.2}, BLEU {:.2} ({minutes} min)",
-                m.step, m.epoch, m.valid_loss, m.valid_ppl, m.valid_bleu
+                "step {} epoch {}: valid loss {:.3}, ppl {:.2}, {score} ({minutes} min)",
+                m.step, m.epoch, m.valid_loss, m.valid_ppl
             );
         } else {
             println!(
@@ -323,6 +336,15 @@ pub fn run_holding(args: TrainArgs, held: Option<model_dir::ModelDirLock>) -> Re
         ),
     }
     Ok(())
+}
+
+/// The presets of models for `task`, for an error message.
+fn task_presets(task: s2s_data::Task) -> String {
+    let names: Vec<&str> = s2s_models::preset_names()
+        .into_iter()
+        .filter(|n| s2s_models::preset(n).is_some_and(|c| c.task() == task))
+        .collect();
+    format!("--arch {}", names.join(", "))
 }
 
 /// A fine-tuning run's data must be encoded with the initial model's tokenizers: the same ids

@@ -1,0 +1,357 @@
+//! The encoder-only model of the labelling tasks: embeddings, the recurrent or Transformer
+//! encoder the sequence-to-sequence models use, and a head. The head says what the model outputs:
+//! `tokens`, one label per source token (tagging, N vs N); or a pooled vector and one label per
+//! sequence (classification, N vs 1).
+//!
+//! The source row is the data crate's: the tokens, then `<eos>`. The tagger's `<eos>` position has
+//! no label (its target is padding); a pooled head reads it like any other position.
+
+use burn::module::Module;
+use burn::nn::{Dropout, DropoutConfig, Embedding, EmbeddingConfig, Initializer, Linear};
+use burn::tensor::activation::softmax;
+use burn::tensor::{Bool, Device, Int, Tensor};
+use serde::{Deserialize, Serialize};
+
+use crate::OutputLayer;
+use crate::init::{embedding, xavier_linear};
+use crate::rnn::CellKind;
+use crate::rnn::encoder::RnnEncoder;
+use crate::transformer::encoder::TransformerEncoder;
+use crate::transformer::positions::PositionEncoding;
+use crate::transformer::{Activation, Positions, TransformerConfig};
+
+/// The encoder under the head.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EncoderKind {
+    Lstm,
+    Gru,
+    Transformer,
+}
+
+/// What the model puts out: one label per token, or one per sequence from a pooled vector.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Head {
+    /// One label per source token (tagging).
+    Tokens,
+    /// The mean of the encoder's outputs over the tokens.
+    Mean,
+    /// Their element-wise maximum.
+    Max,
+    /// The final states (both directions' for a bidirectional RNN; the `<eos>` output for a
+    /// Transformer).
+    Last,
+    /// A learned attention over the outputs (`v^T tanh(W h)`, Yang et al. 2016).
+    Attention,
+}
+
+impl Head {
+    /// Whether it labels every token (tagging) rather than the sequence.
+    pub fn per_token(self) -> bool {
+        self == Head::Tokens
+    }
+}
+
+/// `[model]` of a labelling model (`type = "labeller"`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LabellerConfig {
+    pub encoder: EncoderKind,
+    pub head: Head,
+    pub emb_dim: usize,
+    /// A recurrent encoder's state size per direction; a Transformer's width (`d_model`, which
+    /// must equal `emb_dim`).
+    pub hidden: usize,
+    pub layers: usize,
+    /// Recurrent encoders only.
+    pub bidirectional: bool,
+    /// Transformer only: attention heads and the feed-forward width.
+    pub heads: usize,
+    pub ffn_dim: usize,
+    /// Dropout on the embeddings, between layers and before the output layer.
+    pub dropout: f64,
+    /// Transformer only: longest input of the learned position table (sinusoids are used).
+    pub max_positions: usize,
+}
+
+impl LabellerConfig {
+    pub fn validate(&self) -> Result<(), String> {
+        if self.layers == 0 || self.emb_dim == 0 || self.hidden == 0 {
+            return Err("layers, emb_dim and hidden must be at least 1".into());
+        }
+        if !(0.0..1.0).contains(&self.dropout) {
+            return Err(format!("dropout = {} must be in [0, 1)", self.dropout));
+        }
+        if self.encoder == EncoderKind::Transformer {
+            if self.emb_dim != self.hidden {
+                return Err(format!(
+                    "a Transformer encoder's emb_dim ({}) must equal its hidden width ({})",
+                    self.emb_dim, self.hidden
+                ));
+            }
+            if self.heads == 0 || !self.hidden.is_multiple_of(self.heads) {
+                return Err(format!(
+                    "hidden = {} must be a multiple of heads = {}",
+                    self.hidden, self.heads
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Width of the encoder's outputs.
+    pub fn output_size(&self) -> usize {
+        match self.encoder {
+            EncoderKind::Transformer => self.hidden,
+            _ if self.bidirectional => 2 * self.hidden,
+            _ => self.hidden,
+        }
+    }
+
+    /// The Transformer layers' config (post-norm, sinusoidal positions, ReLU).
+    fn transformer(&self) -> TransformerConfig {
+        TransformerConfig {
+            d_model: self.hidden,
+            heads: self.heads,
+            enc_layers: self.layers,
+            dec_layers: 0,
+            ffn_dim: self.ffn_dim,
+            dropout: self.dropout,
+            attention_dropout: 0.0,
+            activation_dropout: 0.0,
+            positions: Positions::Sinusoidal,
+            max_positions: self.max_positions,
+            pre_norm: false,
+            share_embeddings: false,
+            tie_output: false,
+            activation: Activation::Relu,
+            scale_embeddings: true,
+            logits_bias: false,
+            zero_start: false,
+            alignment_layer: None,
+        }
+    }
+}
+
+/// The encoder stack of a [`Labeller`].
+#[allow(clippy::large_enum_variant)]
+#[derive(Module, Debug)]
+pub enum LabelEncoder {
+    Rnn(RnnEncoder),
+    Transformer(TransformerEncoder),
+}
+
+#[derive(Module, Debug)]
+pub struct Labeller {
+    pub emb: Embedding,
+    /// Transformer only.
+    pub positions: Option<PositionEncoding>,
+    pub encoder: LabelEncoder,
+    /// The attention head's `W` and `v`.
+    pub pool_hidden: Option<Linear>,
+    pub pool_score: Option<Linear>,
+    pub output: Linear,
+    pub dropout: Dropout,
+    #[module(skip)]
+    pub cfg: LabellerConfig,
+}
+
+impl Labeller {
+    /// `src_vocab` source tokens, `labels` label ids (the target vocabulary, specials included).
+    pub fn new(cfg: &LabellerConfig, src_vocab: usize, labels: usize, device: &Device) -> Self {
+        let out = cfg.output_size();
+        let (emb, positions, encoder) = match cfg.encoder {
+            EncoderKind::Transformer => {
+                let t = cfg.transformer();
+                let std = (cfg.hidden as f64).powf(-0.5);
+                (
+                    embedding(src_vocab, cfg.hidden, std, Some(s2s_data::PAD), device),
+                    Some(PositionEncoding::new(
+                        t.positions,
+                        cfg.hidden,
+                        cfg.max_positions,
+                        device,
+                    )),
+                    LabelEncoder::Transformer(TransformerEncoder::new(&t, device)),
+                )
+            }
+            kind => {
+                let cell = if kind == EncoderKind::Lstm {
+                    CellKind::Lstm
+                } else {
+                    CellKind::Gru
+                };
+                (
+                    EmbeddingConfig::new(src_vocab, cfg.emb_dim)
+                        .with_initializer(Initializer::Uniform {
+                            min: -0.1,
+                            max: 0.1,
+                        })
+                        .init(device),
+                    None,
+                    LabelEncoder::Rnn(RnnEncoder::new(
+                        cell,
+                        cfg.emb_dim,
+                        cfg.hidden,
+                        cfg.layers,
+                        cfg.bidirectional,
+                        cfg.dropout,
+                        device,
+                    )),
+                )
+            }
+        };
+        let attention = cfg.head == Head::Attention;
+        Self {
+            emb,
+            positions,
+            encoder,
+            pool_hidden: attention.then(|| xavier_linear(out, out, true, device)),
+            pool_score: attention.then(|| xavier_linear(out, 1, false, device)),
+            output: xavier_linear(out, labels, true, device),
+            dropout: DropoutConfig::new(cfg.dropout).init(),
+            cfg: cfg.clone(),
+        }
+    }
+
+    /// What the output layer reads: `[batch, src_len, d]` per token, or `[batch, 1, d]` pooled.
+    pub fn features(&self, ids: Tensor<2, Int>, pad: &Tensor<2, Bool>) -> Tensor<3> {
+        let mask = pad.clone().bool_not().float(); // 1 = token
+        let x = self.emb.forward(ids);
+        let (states, last) = match &self.encoder {
+            LabelEncoder::Rnn(rnn) => {
+                let (states, finals) = rnn.forward(self.dropout.forward(x), &mask, false);
+                let mut last = vec![finals.forward.last().expect("a layer").h.clone()];
+                if let Some(b) = finals.backward.last() {
+                    last.push(b.h.clone());
+                }
+                (states, Some(Tensor::cat(last, 1)))
+            }
+            LabelEncoder::Transformer(enc) => {
+                let [_, len, _] = x.dims();
+                let device = x.device();
+                let pos = self
+                    .positions
+                    .as_ref()
+                    .expect("a Transformer has positions");
+                let x =
+                    x.mul_scalar((self.cfg.hidden as f64).sqrt()) + pos.forward(0, len, &device);
+                (enc.forward(self.dropout.forward(x), pad), None)
+            }
+        };
+        let [b, len, d] = states.dims();
+        let mask3 = mask.clone().reshape([b, len, 1]);
+        let pooled = match self.cfg.head {
+            Head::Tokens => return self.dropout.forward(states),
+            Head::Mean => (states * mask3.clone()).sum_dim(1) / mask3.sum_dim(1).clamp_min(1.0),
+            Head::Max => (states + (mask3 - 1.0) * 1e9).max_dim(1),
+            Head::Last => match last {
+                Some(last) => last.reshape([b, 1, d]),
+                None => {
+                    // The `<eos>` output: the last real position of each row.
+                    let ends = mask.sum_dim(1).int() - 1; // [b, 1]
+                    let idx = ends.reshape([b, 1, 1]).expand([b, 1, d]);
+                    states.gather(1, idx)
+                }
+            },
+            Head::Attention => {
+                let w = self.pool_hidden.as_ref().expect("an attention head");
+                let v = self.pool_score.as_ref().expect("an attention head");
+                let scores = v.forward(w.forward(states.clone()).tanh()) + (mask3 - 1.0) * 1e9;
+                let weights = softmax(scores, 1); // [b, len, 1]
+                (states * weights).sum_dim(1)
+            }
+        };
+        self.dropout.forward(pooled)
+    }
+
+    /// The label projection.
+    pub fn output_layer(&self) -> OutputLayer {
+        OutputLayer::of_linear(&self.output)
+    }
+
+    /// Logits `[batch, positions, labels]` ([`Labeller::features`] projected).
+    pub fn logits(&self, ids: Tensor<2, Int>, pad: &Tensor<2, Bool>) -> Tensor<3> {
+        self.output_layer().logits(self.features(ids, pad))
+    }
+
+    /// The most likely label of every token (tagging; each row's `<eos>` is left out) or of every
+    /// row (classification), with its probability. `reserved` ids (the label vocabulary's
+    /// specials) are never chosen. Rows are `src_lens` long, `<eos>` included.
+    pub fn predict(
+        &self,
+        ids: Tensor<2, Int>,
+        pad: &Tensor<2, Bool>,
+        src_lens: &[usize],
+        reserved: &[u32],
+    ) -> Vec<Vec<(u32, f32)>> {
+        let logits = self.logits(ids, pad);
+        let [b, n, labels] = logits.dims();
+        let mut bias = vec![0.0f32; labels];
+        for &r in reserved {
+            if let Some(x) = bias.get_mut(r as usize) {
+                *x = -1e9;
+            }
+        }
+        let bias: Tensor<1> = Tensor::from_data(
+            burn::tensor::TensorData::new(bias, [labels]),
+            &logits.device(),
+        );
+        let probs = softmax(logits + bias.reshape([1, 1, labels]), 2);
+        let (best, arg) = probs.max_dim_with_indices(2);
+        let best: Vec<f32> = best
+            .into_data()
+            .convert::<f32>()
+            .try_into_vec::<f32>()
+            .expect("f32");
+        let arg: Vec<i64> = arg
+            .into_data()
+            .convert::<i64>()
+            .try_into_vec::<i64>()
+            .expect("i64");
+        (0..b)
+            .map(|r| {
+                let keep = if self.cfg.head.per_token() {
+                    src_lens[r].saturating_sub(1)
+                } else {
+                    1
+                };
+                (0..keep)
+                    .map(|p| (arg[r * n + p] as u32, best[r * n + p]))
+                    .collect()
+            })
+            .collect()
+    }
+}
+
+/// Labels `sources` (token ids without `<eos>`) in batches of up to `batch_size` sentences of
+/// similar length: for each, its tokens' labels (tagging) or its one label (classification),
+/// with their probabilities, in input order. Specials of the label vocabulary are never chosen.
+pub fn label_all(
+    model: &Labeller,
+    device: &Device,
+    sources: &[Vec<u32>],
+    specials: s2s_data::Specials,
+    batch_size: usize,
+) -> Vec<Vec<(u32, f32)>> {
+    let reserved = [specials.pad, specials.unk, specials.bos, specials.eos];
+    let mut order: Vec<usize> = (0..sources.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(sources[i].len()));
+    let mut out = vec![Vec::new(); sources.len()];
+    for chunk in order.chunks(batch_size.max(1)) {
+        let rows: Vec<Vec<u32>> = chunk
+            .iter()
+            .map(|&i| sources[i].iter().copied().chain([specials.eos]).collect())
+            .collect();
+        let lens: Vec<usize> = rows.iter().map(Vec::len).collect();
+        let src = crate::PaddedIds::new(&rows, specials.pad, device);
+        for (&i, labels) in chunk
+            .iter()
+            .zip(model.predict(src.ids, &src.pad, &lens, &reserved))
+        {
+            out[i] = labels;
+        }
+    }
+    out
+}

@@ -1,0 +1,181 @@
+//! The labelling tasks end to end on synthetic data prepared with the real pipeline: a tagger
+//! must learn a tagging rule that needs the left neighbour, a classifier a counting rule; both
+//! are then labelled through the translator (the path of `s2s translate` and `s2s serve`) and
+//! scored with the eval crate. A labeller resumes exactly like a translation model.
+
+mod common;
+
+use common::*;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use s2s_data::{CorpusSource, DataDir, PrepareConfig, Task};
+use std::path::Path;
+
+/// Digit sentences tagged UP / DOWN / SAME against the previous digit (`FIRST` for the first):
+/// no tag can be read off its own token.
+fn tagging_pairs(n: usize, seed: u64) -> Vec<(String, String)> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    (0..n)
+        .map(|_| {
+            let len = rng.random_range(2..=8);
+            let digits: Vec<u32> = (0..len).map(|_| rng.random_range(0..6)).collect();
+            let tags: Vec<&str> = digits
+                .iter()
+                .enumerate()
+                .map(
+                    |(i, &d)| match i.checked_sub(1).map(|p| digits[p].cmp(&d)) {
+                        None => "FIRST",
+                        Some(std::cmp::Ordering::Less) => "UP",
+                        Some(std::cmp::Ordering::Greater) => "DOWN",
+                        Some(std::cmp::Ordering::Equal) => "SAME",
+                    },
+                )
+                .collect();
+            let words: Vec<String> = digits.iter().map(|d| format!("d{d}")).collect();
+            (words.join(" "), tags.join(" "))
+        })
+        .collect()
+}
+
+/// Sentences of `x` and `y` words (odd lengths), labelled by which word is in the majority.
+fn classification_pairs(n: usize, seed: u64) -> Vec<(String, String)> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    (0..n)
+        .map(|_| {
+            let len = 2 * rng.random_range(1..=4) + 1;
+            let words: Vec<&str> = (0..len)
+                .map(|_| if rng.random_bool(0.5) { "x" } else { "y" })
+                .collect();
+            let xs = words.iter().filter(|w| **w == "x").count();
+            let label = if 2 * xs > len { "MORE_X" } else { "MORE_Y" };
+            (words.join(" "), label.to_owned())
+        })
+        .collect()
+}
+
+fn write(dir: &Path, name: &str, pairs: &[(String, String)]) -> CorpusSource {
+    let (src, tgt) = (
+        dir.join(format!("{name}.src")),
+        dir.join(format!("{name}.tgt")),
+    );
+    let side = |f: fn(&(String, String)) -> &String| {
+        pairs
+            .iter()
+            .map(|p| f(p).clone() + "\n")
+            .collect::<String>()
+    };
+    std::fs::write(&src, side(|p| &p.0)).unwrap();
+    std::fs::write(&tgt, side(|p| &p.1)).unwrap();
+    CorpusSource::Parallel { src, tgt }
+}
+
+fn prepare(root: &Path, task: Task, pairs: fn(usize, u64) -> Vec<(String, String)>) -> DataDir {
+    let raw = root.join("raw");
+    std::fs::create_dir_all(&raw).unwrap();
+    let mut cfg = PrepareConfig::new(write(&raw, "train", &pairs(1500, 1)), root.join("data"));
+    cfg.task = task;
+    cfg.valid = Some(write(&raw, "valid", &pairs(200, 2)));
+    cfg.test = Some(write(&raw, "test", &pairs(200, 3)));
+    s2s_data::prepare(&cfg, &|_: &str| {}).unwrap();
+    let data = s2s_data::load_data_dir(root.join("data")).unwrap();
+    assert_eq!(data.meta.options.task, task);
+    data
+}
+
+fn config(data: &DataDir, arch: &str, max_steps: usize) -> s2s_infer::RunConfig {
+    run_config(
+        arch,
+        data,
+        &format!(
+            "max_steps = {max_steps}\nmax_tokens = 800\nlr = 5e-3\nwarmup_steps = 10\nvalid_every = 50\npatience = 0\nmax_epochs = 1000\n"
+        ),
+    )
+}
+
+/// Test accuracy (percent) of the best model in `model_dir`, labelled by the translator and
+/// scored by the eval crate, as `s2s translate` and `s2s eval --metrics accuracy` would.
+fn test_accuracy(model_dir: &Path, data: &DataDir, run: &s2s_infer::RunConfig) -> f64 {
+    s2s_infer::model_dir::create(model_dir, run, data).unwrap();
+    let translator = s2s_infer::Translator::load(model_dir, &burn::tensor::Device::flex()).unwrap();
+    let test = data.test.as_ref().unwrap();
+    let search = translator.search_defaults(s2s_search::Strategy::Greedy);
+    let hyps = translator.translate_best(&test.src, &search, 32).unwrap();
+    s2s_eval::labels::label_scores(&hyps, &test.tgt)
+        .unwrap()
+        .accuracy
+}
+
+#[test]
+fn a_tagger_learns_a_rule_that_needs_context() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = prepare(dir.path(), Task::Tagging, tagging_pairs);
+    let run = config(&data, "bilstm-tagger-tiny", 300);
+    assert_eq!(run.train.best_by, s2s_infer::config::BestBy::Accuracy);
+    let model_dir = dir.path().join("model");
+    let out = train(&model_dir, &data, &run, false);
+    let last = out.last.unwrap();
+    assert!(last.valid_bleu.is_nan(), "a tagger has no BLEU");
+    assert!(
+        last.valid_accuracy >= 97.0,
+        "valid accuracy {}",
+        last.valid_accuracy
+    );
+    let acc = test_accuracy(&model_dir, &data, &run);
+    assert!(acc >= 97.0, "test accuracy {acc}");
+}
+
+#[test]
+fn a_classifier_learns_a_counting_rule() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = prepare(dir.path(), Task::Classification, classification_pairs);
+    let run = config(&data, "bilstm-classifier-tiny", 300);
+    let model_dir = dir.path().join("model");
+    let out = train(&model_dir, &data, &run, false);
+    let last = out.last.unwrap();
+    assert!(
+        last.valid_accuracy >= 95.0,
+        "valid accuracy {}",
+        last.valid_accuracy
+    );
+    let acc = test_accuracy(&model_dir, &data, &run);
+    assert!(acc >= 95.0, "test accuracy {acc}");
+}
+
+#[test]
+fn a_labeller_resumes_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = prepare(dir.path(), Task::Tagging, tagging_pairs);
+    let text = |steps: usize| {
+        format!(
+            "arch = \"bilstm-tagger-tiny\"\n[model]\ndropout = 0.3\n[train]\nmax_steps = {steps}\nmax_tokens = 600\nlr = 3e-3\nwarmup_steps = 5\nvalid_every = 10\npatience = 0\n"
+        )
+    };
+    let straight = dir.path().join("straight");
+    train(&straight, &data, &run_config_toml(&data, &text(40)), false);
+    let halves = dir.path().join("halves");
+    train(&halves, &data, &run_config_toml(&data, &text(20)), false);
+    train(&halves, &data, &run_config_toml(&data, &text(40)), true);
+    let a = s2s_infer::metrics::read(&straight.join("metrics.jsonl")).unwrap();
+    let b = s2s_infer::metrics::read(&halves.join("metrics.jsonl")).unwrap();
+    assert_eq!(a.len(), b.len());
+    for (x, y) in a.iter().zip(&b) {
+        assert_eq!(
+            x.train_loss.to_bits(),
+            y.train_loss.to_bits(),
+            "step {}",
+            x.step
+        );
+        assert_eq!(
+            x.valid_accuracy.to_bits(),
+            y.valid_accuracy.to_bits(),
+            "step {}",
+            x.step
+        );
+    }
+    assert_same_checkpoint(
+        &straight,
+        &halves,
+        &run_config_toml(&data, &text(40)),
+        "bilstm-tagger-tiny",
+    );
+}
