@@ -278,25 +278,7 @@ fn two_device_training_checkpoints_and_resumes_exactly() {
         (second.state.epoch, second.state.batch_in_epoch),
         (out.state.epoch, out.state.batch_in_epoch)
     );
-    let a = s2s_infer::metrics::read(&straight.join("metrics.jsonl")).unwrap();
-    let b = s2s_infer::metrics::read(&halves.join("metrics.jsonl")).unwrap();
-    assert_eq!(a.len(), 3);
-    assert_eq!(a.len(), b.len());
-    for (x, y) in a.iter().zip(&b) {
-        assert_eq!(x.step, y.step);
-        assert_eq!(
-            x.train_loss.to_bits(),
-            y.train_loss.to_bits(),
-            "step {}",
-            x.step
-        );
-        assert_eq!(
-            x.valid_loss.to_bits(),
-            y.valid_loss.to_bits(),
-            "step {}",
-            x.step
-        );
-    }
+    assert_eq!(assert_same_metrics(&straight, &halves), 3);
     assert_same_checkpoint(&straight, &halves, &config(&data, 12), "two devices");
 }
 

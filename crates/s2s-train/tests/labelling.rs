@@ -155,23 +155,7 @@ fn a_labeller_resumes_exactly() {
     let halves = dir.path().join("halves");
     train(&halves, &data, &run_config_toml(&data, &text(20)), false);
     train(&halves, &data, &run_config_toml(&data, &text(40)), true);
-    let a = s2s_infer::metrics::read(&straight.join("metrics.jsonl")).unwrap();
-    let b = s2s_infer::metrics::read(&halves.join("metrics.jsonl")).unwrap();
-    assert_eq!(a.len(), b.len());
-    for (x, y) in a.iter().zip(&b) {
-        assert_eq!(
-            x.train_loss.to_bits(),
-            y.train_loss.to_bits(),
-            "step {}",
-            x.step
-        );
-        assert_eq!(
-            x.valid_accuracy.to_bits(),
-            y.valid_accuracy.to_bits(),
-            "step {}",
-            x.step
-        );
-    }
+    assert_eq!(assert_same_metrics(&straight, &halves), 4);
     assert_same_checkpoint(
         &straight,
         &halves,

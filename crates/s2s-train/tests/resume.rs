@@ -35,31 +35,7 @@ fn resuming_halfway_gives_the_same_model_and_losses() {
     assert_eq!(second.state.epoch, out.state.epoch);
     assert_eq!(second.state.batch_in_epoch, out.state.batch_in_epoch);
 
-    let a = s2s_infer::metrics::read(&straight.join("metrics.jsonl")).unwrap();
-    let b = s2s_infer::metrics::read(&halves.join("metrics.jsonl")).unwrap();
-    assert_eq!(a.len(), 4);
-    assert_eq!(a.len(), b.len());
-    for (x, y) in a.iter().zip(&b) {
-        assert_eq!((x.step, x.epoch), (y.step, y.epoch));
-        assert_eq!(
-            x.train_loss.to_bits(),
-            y.train_loss.to_bits(),
-            "train loss at step {}",
-            x.step
-        );
-        assert_eq!(
-            x.valid_loss.to_bits(),
-            y.valid_loss.to_bits(),
-            "valid loss at step {}",
-            x.step
-        );
-        assert_eq!(
-            x.valid_bleu.to_bits(),
-            y.valid_bleu.to_bits(),
-            "valid BLEU at step {}",
-            x.step
-        );
-    }
+    assert_eq!(assert_same_metrics(&straight, &halves), 4);
     assert_same_checkpoint(&straight, &halves, &config(&data, 40), "rnnsearch-tiny");
 }
 

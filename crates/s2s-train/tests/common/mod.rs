@@ -169,6 +169,26 @@ pub fn exact_match(model_dir: &Path, data: &DataDir, run: &RunConfig) -> f64 {
     correct as f64 / test.len() as f64
 }
 
+/// Asserts that two MODEL_DIRs logged the same validations, bit for bit: steps, epochs, losses
+/// and scores (a resumed run against one that ran straight through). Returns how many.
+pub fn assert_same_metrics(a: &Path, b: &Path) -> usize {
+    let a = s2s_infer::metrics::read(&a.join("metrics.jsonl")).unwrap();
+    let b = s2s_infer::metrics::read(&b.join("metrics.jsonl")).unwrap();
+    assert_eq!(a.len(), b.len(), "validations logged");
+    for (x, y) in a.iter().zip(&b) {
+        assert_eq!((x.step, x.epoch), (y.step, y.epoch));
+        for (what, u, v) in [
+            ("train loss", x.train_loss, y.train_loss),
+            ("valid loss", x.valid_loss, y.valid_loss),
+            ("valid BLEU", x.valid_bleu, y.valid_bleu),
+            ("valid accuracy", x.valid_accuracy, y.valid_accuracy),
+        ] {
+            assert_eq!(u.to_bits(), v.to_bits(), "{what} at step {}", x.step);
+        }
+    }
+    a.len()
+}
+
 /// Asserts that two MODEL_DIRs' checkpoints hold bit-identical parameters. Tensors are compared,
 /// not files, so container metadata cannot mask or fake a difference.
 pub fn assert_same_checkpoint(a: &Path, b: &Path, run: &RunConfig, what: &str) {
