@@ -153,11 +153,12 @@ impl Seq2SeqModel {
     /// tag); for a classifier the first column (the label).
     pub fn loss_targets(&self, b: &s2s_data::Batch) -> LossTargets {
         let pad = b.specials.pad;
+        let tokens = self.loss_tokens(b);
         match self.as_labeller().map(|m| m.cfg.head.per_token()) {
             None => LossTargets {
                 ids: b.tgt_out.clone(),
                 shape: [b.batch_size, b.tgt_len],
-                tokens: b.num_tgt_tokens(),
+                tokens,
             },
             Some(true) => {
                 assert_eq!(
@@ -169,7 +170,6 @@ impl Seq2SeqModel {
                     .iter()
                     .map(|&t| if t == b.specials.eos { pad } else { t })
                     .collect();
-                let tokens = ids.iter().filter(|&&t| t != pad).count();
                 LossTargets {
                     ids,
                     shape: [b.batch_size, b.tgt_len],
@@ -179,8 +179,20 @@ impl Seq2SeqModel {
             Some(false) => LossTargets {
                 ids: b.tgt_out.chunks(b.tgt_len).map(|row| row[0]).collect(),
                 shape: [b.batch_size, 1],
-                tokens: b.batch_size,
+                tokens,
             },
+        }
+    }
+
+    /// How many targets [`Seq2SeqModel::loss_targets`] scores for batch `b`, counted without
+    /// building them (the loss normaliser, and the weight of a share of the batch): the target
+    /// tokens with `<eos>`; a tagger's tags (each row's one `<eos>` left out); a classifier's
+    /// one label per row.
+    pub fn loss_tokens(&self, b: &s2s_data::Batch) -> usize {
+        match self.as_labeller().map(|m| m.cfg.head.per_token()) {
+            None => b.num_tgt_tokens(),
+            Some(true) => b.num_tgt_tokens() - b.batch_size,
+            Some(false) => b.batch_size,
         }
     }
 }

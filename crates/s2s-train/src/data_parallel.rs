@@ -168,7 +168,7 @@ fn replica_step(
     let scaled = out.loss * weight;
     ReplicaResult {
         loss,
-        tokens: replica_model.loss_targets(b).tokens,
+        tokens: replica_model.loss_tokens(b),
         grads: GradientsParams::from_grads(scaled.backward(), &replica_model),
     }
 }
@@ -209,7 +209,7 @@ pub fn batch_gradients(
     }
     let out = batch_loss(model, &device.clone().autodiff(), b, cfg, step, 0);
     let v = out.loss.clone().into_scalar::<f32>() as f64;
-    (v, model.loss_targets(b).tokens, Pending::Loss(out.loss))
+    (v, model.loss_tokens(b), Pending::Loss(out.loss))
 }
 
 /// One batch's forward and backward with its rows split into `workers` contiguous shares, one
@@ -227,7 +227,7 @@ pub fn split_over_cores(
     workers: usize,
 ) -> ParallelStep {
     let ad = device.clone().autodiff();
-    let total = model.loss_targets(b).tokens.max(1) as f64;
+    let total = model.loss_tokens(b).max(1) as f64;
     let shares: Vec<(usize, Batch, Seq2SeqModel)> = (0..workers)
         .map(|i| {
             (
@@ -238,7 +238,7 @@ pub fn split_over_cores(
         })
         .collect();
     let results = s2s_models::workers::run_each(shares, |(i, share, replica)| {
-        let weight = replica.loss_targets(&share).tokens as f64 / total;
+        let weight = replica.loss_tokens(&share) as f64 / total;
         replica_step(replica, &ad, &share, cfg, step, i, weight, false)
     });
     sum_replicas(model, &ad, results)
