@@ -1,6 +1,7 @@
-//! Tagging and classification through the real binary: `s2s prepare --task` on CoNLL-U,
+//! Tagging, classification and generation through the real binary: `s2s prepare --task` on CoNLL-U,
 //! token/TAG and LABEL-text files (and the refusals of options that belong to another task),
-//! and `s2s eval --metrics accuracy,f1` with its per-label table.
+//! and `s2s eval --metrics accuracy,f1` with its per-label table; generation (a sentence from
+//! its label) prepared, trained and scored with `s2s score`.
 
 mod common;
 
@@ -164,7 +165,7 @@ fn options_of_another_task_are_refused() {
     let cases: [(&[&str], &str); 5] = [
         (
             &["--train", p(&f)],
-            "--train is for the tagging and classification tasks; fix: pass --task tagging",
+            "--train is for the tagging, classification and generation tasks; fix: pass --task tagging",
         ),
         (
             &[
@@ -175,7 +176,7 @@ fn options_of_another_task_are_refused() {
                 "--format",
                 "conllu",
             ],
-            "--format is for the tagging and classification tasks",
+            "--format is for the tagging, classification and generation tasks",
         ),
         (
             &[
@@ -313,5 +314,120 @@ fn eval_accuracy_and_macro_f1() {
     assert!(
         !o.status.success() && err.contains("fix: pass one --ref"),
         "{err}"
+    );
+}
+
+/// `s2s score --json` on MODEL with the given files.
+fn score(model: &Path, src: &Path, reference: &Path, extra: &[&str]) -> Output {
+    let mut c = s2s();
+    c.args([
+        "score",
+        "--model",
+        p(model),
+        "--src",
+        p(src),
+        "--ref",
+        p(reference),
+    ])
+    .args(extra);
+    run(c)
+}
+
+#[test]
+fn generation_trains_and_scores_through_the_binary() {
+    let d = tempfile::tempdir().unwrap();
+    let lines = |n: usize, seed: usize| -> String {
+        (0..n)
+            .map(|i| {
+                let k = (i * 7 + seed) % 5;
+                if (i + seed).is_multiple_of(2) {
+                    format!("up d{k} d{} d{}\n", k + 1, k + 2)
+                } else {
+                    format!("down d{} d{} d{k}\n", k + 2, k + 1)
+                }
+            })
+            .collect()
+    };
+    let train = write(d.path(), "train.txt", &lines(200, 0));
+    let valid = write(d.path(), "valid.txt", &lines(20, 1));
+    let data = d.path().join("data");
+    let o = prepare(&[
+        "--task",
+        "generation",
+        "--train",
+        p(&train),
+        "--valid",
+        p(&valid),
+        "--tgt-tokenizer",
+        "word",
+        "--out",
+        p(&data),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        std::fs::read_to_string(data.join("train.src"))
+            .unwrap()
+            .lines()
+            .next(),
+        Some("up")
+    );
+
+    let model = d.path().join("model");
+    let mut c = s2s();
+    c.args([
+        "train",
+        "--data",
+        p(&data),
+        "--arch",
+        "rnn-gru-cho-tiny",
+        "--out",
+        p(&model),
+    ])
+    .args(["--max-steps", "30", "--quiet"]);
+    let o = run(c);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let config = std::fs::read_to_string(model.join("config.toml")).unwrap();
+    assert!(config.contains("task = \"generation\"") && config.contains("best_by = \"loss\""));
+
+    // The validation perplexity that training logged for its best model is what `score` gives.
+    let best = std::fs::read_to_string(model.join("metrics.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["valid_ppl"]
+                .as_f64()
+                .unwrap()
+        })
+        .fold(f64::INFINITY, f64::min);
+    let (vsrc, vtgt) = (data.join("valid.src"), data.join("valid.tgt"));
+    let o = score(&model, &vsrc, &vtgt, &["--json", "--per-sentence"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let ppl = v["perplexity"].as_f64().unwrap();
+    assert!(
+        (ppl - best).abs() <= 1e-6 * best,
+        "score {ppl}, training {best}"
+    );
+    assert_eq!(v["pairs"], json!(20));
+    assert_eq!(v["tokens"], json!(80), "3 words and <eos> per reference");
+    let scores = v["scores"].as_array().unwrap();
+    let sum: f64 = scores.iter().map(|s| s["logprob"].as_f64().unwrap()).sum();
+    assert!((sum - v["logprob"].as_f64().unwrap()).abs() < 1e-6);
+
+    // Plain output: one `LOGPROB<TAB>TOKENS` line per pair, the summary on stderr.
+    let o = score(&model, &vsrc, &vtgt, &["--per-sentence"]);
+    let out = String::from_utf8(o.stdout.clone()).unwrap();
+    assert_eq!(out.lines().count(), 20);
+    assert!(out.lines().all(|l| l.ends_with("\t4")), "{out}");
+    assert!(stderr(&o).contains("perplexity"), "{}", stderr(&o));
+
+    // Misaligned files are refused, naming both.
+    let short = write(d.path(), "short.txt", "up\n");
+    let o = score(&model, &short, &vtgt, &[]);
+    assert!(!o.status.success());
+    let msg = stderr(&o);
+    assert!(
+        msg.contains("short.txt") && msg.contains("valid.tgt") && msg.contains("fix:"),
+        "{msg}"
     );
 }

@@ -1,5 +1,6 @@
-//! The Multi30k benchmark tooling: the configs resolve, and `bench/multi30k.sh` runs end to end
-//! on a slice of the corpus with a -tiny model (a smoke run of about half a minute).
+//! The benchmark recipes: every config under `configs/` resolves, the Multi30k ones to their
+//! presets with one shared recipe, and `bench/multi30k.sh` runs end to end on a slice of the
+//! corpus with a -tiny model (a smoke run of about half a minute).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -17,12 +18,43 @@ const MODELS: [(&str, &str); 5] = [
 ];
 
 #[test]
+fn every_recipe_resolves_to_a_valid_run() {
+    let mut files = vec![workspace().join("configs/quickstart.toml")];
+    for dir in std::fs::read_dir(workspace().join("configs")).unwrap() {
+        let dir = dir.unwrap().path();
+        if dir.is_dir() {
+            files.extend(std::fs::read_dir(&dir).unwrap().map(|f| f.unwrap().path()));
+        }
+    }
+    assert!(files.len() >= 12, "{files:?}");
+    for path in files {
+        let text = std::fs::read_to_string(&path).unwrap();
+        let name = path.display().to_string();
+        let (arch, model, mut train) = s2s_infer::config::resolve(None, Some((&name, &text)), None)
+            .unwrap_or_else(|e| panic!("{e}"));
+        if train.max_steps == 0 && train.max_minutes == 0.0 {
+            // The quickstart's budget comes from `--minutes`.
+            train.max_minutes = 10.0;
+        }
+        let run = s2s_infer::RunConfig {
+            arch,
+            task: None,
+            src_vocab: 8000,
+            tgt_vocab: 8000,
+            model,
+            train,
+        };
+        run.validate().unwrap_or_else(|e| panic!("{name}: {e}"));
+    }
+}
+
+#[test]
 fn every_config_resolves_to_its_preset_with_the_shared_recipe() {
     for (name, preset) in MODELS {
         let path = workspace().join(format!("configs/multi30k/{name}.toml"));
         let text = std::fs::read_to_string(&path).unwrap();
         let (arch, model, train) =
-            s2s_infer::config::resolve(None, Some((&path.display().to_string(), &text)))
+            s2s_infer::config::resolve(None, Some((&path.display().to_string(), &text)), None)
                 .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(arch.as_deref(), Some(preset), "{name}");
         // One joint vocabulary of 8000 types (the runner prepares with --joint).

@@ -81,6 +81,6 @@ pub use error::{DataError, Result};
 pub use io::{TextFile, atomic_write, read_text_file, sha256_hex};
 pub use labelled::{LabelledFile, TagColumn, read_conllu, read_labelled, read_tagged};
 pub use prepare::{CorpusSource, DEFAULT_MAX_LEN, DEFAULT_VOCAB_SIZE, PrepareConfig, prepare};
-pub use task::Task;
+pub use task::{LabelSide, Task};
 pub use tokenizer::{SPECIAL_TOKENS, TextTokenizer, TokenizerKind, TokenizerSpec, train_tokenizer};
 pub use zh::ZhScript;

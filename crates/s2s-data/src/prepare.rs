@@ -17,10 +17,13 @@
 //! cleaning. Classification reads `LABEL text` files; its labels get a `split` tokenizer (the
 //! text `word` by default) and each target line must be one label. Both also read parallel
 //! text or TSV already in that shape (the checks are the same); a labelled format of the other
-//! task is refused. For both, the label side
+//! task is refused. Generation reads the same `LABEL text` files the other way round: the label
+//! is the source (the condition, a `split` tokenizer), the text the target (`bpe` by default);
+//! from parallel text or TSV the condition may be several labels. For all three, the label side
 //! keeps every label of the training split (`min_freq` does not apply to it; a `vocab_size` too
 //! small for the labels is an error), and labels of the validation and test splits that
-//! training never had become `<unk>`; they are counted (`unknown_labels`).
+//! training never had become `<unk>`; they are counted (`unknown_labels`). Labels are names,
+//! not text: no Chinese script conversion applies to them.
 
 use std::path::{Path, PathBuf};
 
@@ -32,7 +35,7 @@ use crate::datadir::{
 use crate::error::{DataError, Result};
 use crate::io::{atomic_write, read_text_file, split_tsv};
 use crate::labelled::{LabelledFile, TagColumn, read_conllu, read_labelled, read_tagged};
-use crate::task::Task;
+use crate::task::{LabelSide, Task};
 use crate::tokenizer::{TextTokenizer, TokenizerKind, TokenizerSpec, train_tokenizer};
 
 /// Default maximum vocabulary size.
@@ -60,16 +63,16 @@ pub enum CorpusSource {
 }
 
 impl CorpusSource {
-    /// The task a source's format is for; `None` for parallel text and TSV, which any task
+    /// The tasks a source's format is for; `None` for parallel text and TSV, which any task
     /// may read.
-    fn format_task(&self) -> Option<(Task, &Path, &'static str)> {
+    fn format_tasks(&self) -> Option<(&'static [Task], &Path, &'static str)> {
+        const TAGGING: &[Task] = &[Task::Tagging];
+        const LABELLED: &[Task] = &[Task::Classification, Task::Generation];
         match self {
             CorpusSource::Parallel { .. } | CorpusSource::Tsv { .. } => None,
-            CorpusSource::Conllu { path, .. } => Some((Task::Tagging, path, "a CoNLL-U file")),
-            CorpusSource::Tagged { path } => Some((Task::Tagging, path, "a token/TAG file")),
-            CorpusSource::Labelled { path } => {
-                Some((Task::Classification, path, "a LABEL-text file"))
-            }
+            CorpusSource::Conllu { path, .. } => Some((TAGGING, path, "a CoNLL-U file")),
+            CorpusSource::Tagged { path } => Some((TAGGING, path, "a token/TAG file")),
+            CorpusSource::Labelled { path } => Some((LABELLED, path, "a LABEL-text file")),
         }
     }
 }
@@ -88,7 +91,8 @@ pub struct PrepareConfig {
     pub force: bool,
     /// Tokenizer kind per side; `None` chooses: `char` for a CJK side, else `bpe` (for a joint
     /// tokenizer: `bpe`, or `char` if both sides are CJK). For tagging both sides are `split`,
-    /// for classification the target is `split` and the source `word` by default.
+    /// for classification the target is `split` and the source `word` by default, for
+    /// generation the source is `split` and the target chosen as for translation.
     pub src_tokenizer: Option<TokenizerKind>,
     pub tgt_tokenizer: Option<TokenizerKind>,
     /// Maximum vocabulary size of each tokenizer, specials included.
@@ -101,7 +105,7 @@ pub struct PrepareConfig {
     /// Maximum tokens per side in the training split; 0 disables the filter.
     pub max_len: usize,
     /// Minimum frequency; `None`: 2 for `bpe` merges, 1 for `char`/`word`/`split`. Not applied
-    /// to the labels of a tagging or classification task.
+    /// to the label side of a task ([`Task::label_side`]).
     pub min_freq: Option<u64>,
     pub clean: CleanConfig,
     /// Language codes, recorded, and used as hints (e.g. `zh` selects `char`).
@@ -174,7 +178,9 @@ fn abs_path(p: &Path) -> String {
         .to_string()
 }
 
-fn read_raw(name: SplitName, source: &CorpusSource) -> Result<RawSplit> {
+/// Reads a split as (source, target) pairs of `task`: a `LABEL text` file gives (text, label)
+/// for classification and (label, text) for generation.
+fn read_raw(name: SplitName, source: &CorpusSource, task: Task) -> Result<RawSplit> {
     match source {
         CorpusSource::Parallel { src, tgt } => {
             let s = read_text_file(src)?;
@@ -254,7 +260,12 @@ fn read_raw(name: SplitName, source: &CorpusSource) -> Result<RawSplit> {
             Ok(labelled_raw(name, f, "tagged", (None, None), None))
         }
         CorpusSource::Labelled { path } => {
-            let f = read_labelled(path)?;
+            let mut f = read_labelled(path)?;
+            if task.label_side() == Some(LabelSide::Source) {
+                for (text, label) in &mut f.pairs {
+                    std::mem::swap(text, label);
+                }
+            }
             Ok(labelled_raw(name, f, "labelled", (None, None), None))
         }
     }
@@ -342,7 +353,7 @@ fn clean_split(
                 "the label `{ct}` is {labels} space-separated items after cleaning; fix: give \
                  each example exactly one label, without spaces"
             )),
-            Task::Tagging | Task::Classification => None,
+            Task::Tagging | Task::Classification | Task::Generation => None,
         };
         if let Some(problem) = shape_error {
             return Err(DataError::Config(format!(
@@ -362,9 +373,9 @@ fn clean_split(
     })
 }
 
-/// Applies the length filter (if `filter`) and counts tokens. For a labelling task also counts
-/// the labels the target vocabulary does not have (`<unk>`), and checks that each tagging pair
-/// has one source id per tag id. Returns the kept pairs, and where the first pair with an
+/// Applies the length filter (if `filter`) and counts tokens. For a task with labels also counts
+/// the labels their side's vocabulary does not have (`<unk>`), and checks that each tagging
+/// pair has one source id per tag id. Returns the kept pairs, and where the first pair with an
 /// unknown label came from.
 fn length_pass(
     split: &mut CleanSplit,
@@ -399,14 +410,18 @@ fn length_pass(
             stats.dropped_too_long += 1;
             continue;
         }
-        if task.has_labels() {
-            let n = tgt_ids.iter().filter(|&&id| id == unk).count();
+        if let Some(side) = task.label_side() {
+            let (text, ids) = match side {
+                LabelSide::Source => (&s, &src_ids),
+                LabelSide::Target => (&t, &tgt_ids),
+            };
+            let n = ids.iter().filter(|&&id| id == unk).count();
             unknown += n;
             unknown_pairs += usize::from(n > 0);
             if n > 0 && first_unknown.is_none() {
-                let label = t
+                let label = text
                     .split(' ')
-                    .zip(&tgt_ids)
+                    .zip(ids)
                     .find(|&(_, &id)| id == unk)
                     .map_or("", |(label, _)| label);
                 first_unknown = Some(format!("`{label}` at {}", split.place.at(i)));
@@ -418,7 +433,7 @@ fn length_pass(
         kept.push((s, t));
     }
     stats.kept = kept.len();
-    if task.has_labels() {
+    if task.label_side().is_some() {
         stats.unknown_labels = Some(unknown);
         stats.pairs_with_unknown_labels = Some(unknown_pairs);
     }
@@ -432,7 +447,7 @@ fn tokenizer_kinds(
     tgt_cjk: bool,
 ) -> Result<(TokenizerKind, TokenizerKind)> {
     let task = cfg.task;
-    if task.has_labels() && cfg.joint {
+    if task.label_side().is_some() && cfg.joint {
         return Err(DataError::Config(format!(
             "--joint: a {task} data directory has one vocabulary for the text and one for the \
              labels; fix: drop --joint"
@@ -464,6 +479,21 @@ fn tokenizer_kinds(
                  tokenizer with --src-tokenizer",
             )?;
             Ok((cfg.src_tokenizer.unwrap_or(TokenizerKind::Word), tgt))
+        }
+        Task::Generation => {
+            let src = needs_split(
+                "source",
+                cfg.src_tokenizer,
+                "every condition label must be exactly one token",
+                "drop --src-tokenizer and --tokenizer (which sets both sides); choose the text's \
+                 tokenizer with --tgt-tokenizer",
+            )?;
+            let tgt = cfg.tgt_tokenizer.unwrap_or(if tgt_cjk {
+                TokenizerKind::Char
+            } else {
+                TokenizerKind::Bpe
+            });
+            Ok((src, tgt))
         }
         Task::Translation if cfg.joint => {
             let auto = if src_cjk && tgt_cjk {
@@ -507,6 +537,7 @@ fn check_given_tokenizers(
         Task::Translation => &[],
         Task::Tagging => &[(src, src_path), (tgt, tgt_path)],
         Task::Classification => &[(tgt, tgt_path)],
+        Task::Generation => &[(src, src_path)],
     };
     for (tok, path) in sides {
         if tok.kind() != Some(TokenizerKind::Split) {
@@ -579,13 +610,16 @@ pub fn prepare(cfg: &PrepareConfig, progress: &dyn Fn(&str)) -> Result<DataToml>
         (SplitName::Valid, cfg.valid.as_ref()),
         (SplitName::Test, cfg.test.as_ref()),
     ] {
-        if let Some((for_task, path, what)) = source.and_then(CorpusSource::format_task)
-            && for_task != task
+        if let Some((for_tasks, path, what)) = source.and_then(CorpusSource::format_tasks)
+            && !for_tasks.contains(&task)
         {
+            let names: Vec<&str> = for_tasks.iter().map(|t| t.as_str()).collect();
             return Err(DataError::Config(format!(
-                "{}: the {name} split is {what}, which is {for_task} data, but the task is \
-                 {task}; fix: pass --task {for_task}, or give {task} data",
-                path.display()
+                "{}: the {name} split is {what}, which is {} data, but the task is {task}; fix: \
+                 pass --task {}, or give {task} data",
+                path.display(),
+                names.join(" or "),
+                names[0]
             )));
         }
     }
@@ -600,7 +634,7 @@ pub fn prepare(cfg: &PrepareConfig, progress: &dyn Fn(&str)) -> Result<DataToml>
     ] {
         if let Some(source) = source {
             progress(&format!("reading the {name} split"));
-            let raw = read_raw(name, source)?;
+            let raw = read_raw(name, source, task)?;
             sources.extend(raw.sources.iter().cloned());
             raws.push((name, raw));
         }
@@ -608,28 +642,29 @@ pub fn prepare(cfg: &PrepareConfig, progress: &dyn Fn(&str)) -> Result<DataToml>
     let train_raw = &raws[0].1;
     let src_lang = cfg.src_lang.as_deref();
     let tgt_lang = cfg.tgt_lang.as_deref();
-    let src_zh = looks_chinese(src_lang, &train_raw.src);
     // Labels are names, not text: no script conversion.
-    let tgt_zh = !task.has_labels() && looks_chinese(tgt_lang, &train_raw.tgt);
+    let label_side = task.label_side();
+    let src_zh = label_side != Some(LabelSide::Source) && looks_chinese(src_lang, &train_raw.src);
+    let tgt_zh = label_side != Some(LabelSide::Target) && looks_chinese(tgt_lang, &train_raw.tgt);
     let src_cjk = looks_cjk(src_lang, &train_raw.src);
     let tgt_cjk = looks_cjk(tgt_lang, &train_raw.tgt);
 
     // Tokenizer kinds.
     let (src_kind, tgt_kind) = tokenizer_kinds(cfg, src_cjk, tgt_cjk)?;
+    // Every label seen in training is a class (or a condition).
+    let min_freq = |kind, side| match label_side {
+        Some(s) if s == side => 1,
+        _ => cfg.min_freq.unwrap_or(default_min_freq(kind)),
+    };
     let src_spec = TokenizerSpec {
         kind: src_kind,
         vocab_size: cfg.vocab_size,
-        min_freq: cfg.min_freq.unwrap_or(default_min_freq(src_kind)),
+        min_freq: min_freq(src_kind, LabelSide::Source),
     };
     let tgt_spec = TokenizerSpec {
         kind: tgt_kind,
         vocab_size: cfg.vocab_size,
-        // Every label seen in training is a class.
-        min_freq: if task.has_labels() {
-            1
-        } else {
-            cfg.min_freq.unwrap_or(default_min_freq(tgt_kind))
-        },
+        min_freq: min_freq(tgt_kind, LabelSide::Target),
     };
 
     // Clean.
@@ -684,10 +719,15 @@ pub fn prepare(cfg: &PrepareConfig, progress: &dyn Fn(&str)) -> Result<DataToml>
             length_pass(&mut split, &src_tok, &tgt_tok, cfg.max_len, is_train, task)?;
         if is_train && let Some(first) = first_unknown {
             let n = split.stats.unknown_labels.unwrap_or(0);
+            let side = match label_side {
+                Some(LabelSide::Source) => "source",
+                _ => "target",
+            };
             let fix = if cfg.tokenizers_from.is_some() {
-                "fix: the given target tokenizer lacks these labels; drop --tokenizers-from, or \
-                 give data with the model's labels"
-                    .to_owned()
+                format!(
+                    "fix: the given {side} tokenizer lacks these labels; drop --tokenizers-from, \
+                     or give data with the model's labels"
+                )
             } else {
                 format!(
                     "fix: raise --vocab-size (now {}) to hold every label and the 4 special tokens",
@@ -695,7 +735,7 @@ pub fn prepare(cfg: &PrepareConfig, progress: &dyn Fn(&str)) -> Result<DataToml>
                 )
             };
             return Err(DataError::Config(format!(
-                "{n} label(s) of the training split are not in the target vocabulary, the first \
+                "{n} label(s) of the training split are not in the {side} vocabulary, the first \
                  {first}; {fix}"
             )));
         }

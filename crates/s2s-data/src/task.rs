@@ -16,22 +16,49 @@ pub enum Task {
     Tagging,
     /// N vs 1: one label per sequence (sentiment, question type).
     Classification,
+    /// 1 vs N: a target sequence from a condition of one label (or a few), such as a question
+    /// of a given type.
+    Generation,
+}
+
+/// The side of a pair that holds labels rather than text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LabelSide {
+    Source,
+    Target,
 }
 
 impl Task {
-    pub const ALL: [Task; 3] = [Task::Translation, Task::Tagging, Task::Classification];
+    pub const ALL: [Task; 4] = [
+        Task::Translation,
+        Task::Tagging,
+        Task::Classification,
+        Task::Generation,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
             Task::Translation => "translation",
             Task::Tagging => "tagging",
             Task::Classification => "classification",
+            Task::Generation => "generation",
         }
     }
 
-    /// Whether the target side is labels (one `split` token each) rather than text.
-    pub fn has_labels(self) -> bool {
-        self != Task::Translation
+    /// The side that is labels (one `split` token each) rather than text: the tags and class
+    /// labels of the labelling tasks, the condition of generation.
+    pub fn label_side(self) -> Option<LabelSide> {
+        match self {
+            Task::Translation => None,
+            Task::Tagging | Task::Classification => Some(LabelSide::Target),
+            Task::Generation => Some(LabelSide::Source),
+        }
+    }
+
+    /// Whether the model labels its input (tagging, classification) rather than writing a
+    /// sequence of its own (translation, generation, which an encoder-decoder does).
+    pub fn labels_input(self) -> bool {
+        self.label_side() == Some(LabelSide::Target)
     }
 }
 
@@ -49,7 +76,7 @@ impl std::str::FromStr for Task {
             .find(|t| t.as_str() == s)
             .ok_or_else(|| {
                 DataError::Config(format!(
-                    "unknown task `{s}`; fix: use translation, tagging or classification"
+                    "unknown task `{s}`; fix: use translation, tagging, classification or generation"
                 ))
             })
     }

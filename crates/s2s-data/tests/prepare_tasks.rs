@@ -1,4 +1,4 @@
-//! `prepare` for the tagging and classification tasks: the labelled formats, the tokenizer
+//! `prepare` for the tagging, classification and generation tasks: the labelled formats, the tokenizer
 //! rules, the shape checks, unknown labels counted, and every refusal naming the file, the line
 //! and the fix. The real UD English-EWT, SST-2 and TREC files are read when `../shared/data`
 //! has them.
@@ -224,6 +224,69 @@ fn classification_from_labelled_lines() {
 }
 
 #[test]
+fn generation_reads_labelled_lines_the_other_way_round() {
+    let d = tempfile::tempdir().unwrap();
+    let train = write(
+        d.path(),
+        "train.txt",
+        "q what is it ?\nq who is it ?\nstatement it is .\nq what is it ?\n",
+    );
+    let test = write(d.path(), "test.txt", "q what ?\nexclaim wow !\n");
+    let mut cfg = PrepareConfig::new(CorpusSource::Labelled { path: train }, d.path().join("out"));
+    cfg.task = Task::Generation;
+    cfg.test = Some(CorpusSource::Labelled { path: test });
+    cfg.min_freq = Some(2);
+    let rec = prepare(&cfg, &|_| {}).unwrap();
+    assert_eq!(rec.options.task, Task::Generation);
+    assert_eq!(
+        (rec.options.src_tokenizer, rec.options.tgt_tokenizer),
+        (TokenizerKind::Split, TokenizerKind::Bpe)
+    );
+    // `statement`, seen once, stays a condition; min_freq applies to the text.
+    assert_eq!((rec.options.src_min_freq, rec.options.tgt_min_freq), (1, 2));
+    let test = rec.splits.test.as_ref().unwrap();
+    assert_eq!(
+        test.unknown_labels,
+        Some(1),
+        "`exclaim` is not a training label"
+    );
+    assert_eq!(test.pairs_with_unknown_labels, Some(1));
+
+    let data = load_data_dir(d.path().join("out")).unwrap();
+    assert_eq!(data.train.src, vec!["q", "q", "statement", "q"]);
+    assert_eq!(data.train.tgt[2], "it is .");
+    assert!(data.src_tokenizer.token_to_id("statement").is_some());
+    let enc = data.encode(data.test.as_ref().unwrap());
+    assert!(enc.src.iter().all(|s| s.len() == 1));
+    assert_eq!(enc.src[1], vec![UNK]);
+
+    // The condition must be split; the text may use any tokenizer.
+    let mut bad = cfg.clone();
+    bad.out = d.path().join("bad");
+    bad.src_tokenizer = Some(TokenizerKind::Word);
+    let msg = config_error(&bad);
+    assert!(
+        msg.contains("source tokenizer is word") && msg.contains("--tgt-tokenizer"),
+        "{msg}"
+    );
+    bad.src_tokenizer = None;
+    bad.tgt_tokenizer = Some(TokenizerKind::Char);
+    assert_eq!(
+        prepare(&bad, &|_| {}).unwrap().tokenizers.tgt.kind,
+        TokenizerKind::Char
+    );
+    // A tagging format is not generation data.
+    let tagged = write(d.path(), "t.txt", "a/X b/Y\n");
+    let mut cfg = PrepareConfig::new(CorpusSource::Tagged { path: tagged }, d.path().join("o3"));
+    cfg.task = Task::Generation;
+    let msg = config_error(&cfg);
+    assert!(
+        msg.contains("t.txt") && msg.contains("--task tagging"),
+        "{msg}"
+    );
+}
+
+#[test]
 fn tokenizer_choices_a_task_cannot_use_are_refused() {
     let d = tempfile::tempdir().unwrap();
     let mut cfg = tagging_cfg(d.path());
@@ -272,7 +335,9 @@ fn tokenizer_choices_a_task_cannot_use_are_refused() {
     cfg.task = Task::Tagging;
     let msg = config_error(&cfg);
     assert!(
-        msg.contains("l.txt") && msg.contains("--task classification"),
+        msg.contains("l.txt")
+            && msg.contains("classification or generation data")
+            && msg.contains("--task classification"),
         "{msg}"
     );
     let mut cfg = tagging_cfg(d.path());

@@ -1,5 +1,6 @@
 //! Training options and the complete run description written to `MODEL_DIR/config.toml`.
 
+use s2s_data::Task;
 use s2s_models::ModelConfig;
 use serde::{Deserialize, Serialize};
 
@@ -45,7 +46,19 @@ pub enum BestBy {
     Bleu,
     /// Validation label accuracy (tagging, classification).
     Accuracy,
+    /// Validation loss (the only score of generation, whose outputs have no one right answer).
     Loss,
+}
+
+impl BestBy {
+    /// The default for a task: its own score.
+    pub fn for_task(task: Task) -> Self {
+        match task {
+            Task::Translation => BestBy::Bleu,
+            Task::Tagging | Task::Classification => BestBy::Accuracy,
+            Task::Generation => BestBy::Loss,
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -144,10 +157,21 @@ pub struct RunConfig {
     /// The preset the model started from, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arch: Option<String>,
+    /// The data's task; absent in older runs, whose task is the model's own
+    /// ([`ModelConfig::task`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<Task>,
     pub src_vocab: usize,
     pub tgt_vocab: usize,
     pub model: ModelConfig,
     pub train: TrainConfig,
+}
+
+impl RunConfig {
+    /// What the model was trained to do.
+    pub fn task(&self) -> Task {
+        self.task.unwrap_or_else(|| self.model.task())
+    }
 }
 
 impl TrainConfig {
@@ -243,19 +267,28 @@ impl RunConfig {
             }
         }
         self.model.validate().map_err(|e| format!("[model] {e}"))?;
-        let task = self.model.task();
-        match (self.train.best_by, task.has_labels()) {
-            (BestBy::Bleu, true) => {
-                return Err(format!(
-                    "[train] best_by = \"bleu\" scores translations; a {task} model is kept by \"accuracy\" or \"loss\""
-                ));
-            }
-            (BestBy::Accuracy, false) => {
-                return Err(
-                    "[train] best_by = \"accuracy\" scores labels; a translation model is kept by \"bleu\" or \"loss\"".into(),
-                );
-            }
-            _ => {}
+        let task = self.task();
+        if !self.model.fits(task) {
+            return Err(format!(
+                "task = \"{task}\", but the model is for {}",
+                self.model.task()
+            ));
+        }
+        let kept_by = match task {
+            Task::Translation => "\"bleu\" or \"loss\"",
+            Task::Tagging | Task::Classification => "\"accuracy\" or \"loss\"",
+            Task::Generation => "\"loss\"",
+        };
+        let fits = match self.train.best_by {
+            BestBy::Bleu => task == Task::Translation,
+            BestBy::Accuracy => task.labels_input(),
+            BestBy::Loss => true,
+        };
+        if !fits {
+            let best_by = toml::Value::try_from(self.train.best_by).map_err(|e| e.to_string())?;
+            return Err(format!(
+                "[train] best_by = {best_by} does not score {task}; a {task} model is kept by {kept_by}"
+            ));
         }
         self.model
             .check_vocab(self.src_vocab, self.tgt_vocab)
@@ -299,6 +332,7 @@ const FINE_TUNABLE: [&str; 4] = [
 pub fn resolve_init(
     init: &RunConfig,
     file: Option<(&str, &str)>,
+    task: Option<Task>,
 ) -> Result<(Option<String>, ModelConfig, TrainConfig), String> {
     let parsed = parse_file(file)?;
     let where_ = file.map(|f| f.0).unwrap_or("--init");
@@ -323,7 +357,7 @@ pub fn resolve_init(
             FINE_TUNABLE.join(", ")
         ));
     }
-    let (model, train) = build(model, parsed.train.as_ref(), where_)?;
+    let (model, train) = build(model, parsed.train.as_ref(), where_, task)?;
     Ok((init.arch.clone(), model, train))
 }
 
@@ -335,22 +369,22 @@ fn parse_file(file: Option<(&str, &str)>) -> Result<ConfigFile, String> {
     }
 }
 
-/// The merged `[model]` table as a validated config, and the default training options under
-/// `train` overrides; `where_` names the source in errors.
+/// The merged `[model]` table as a validated config, and the default training options of
+/// `task` (`None`: the model's own) under `train` overrides; `where_` names the source in errors.
 fn build(
     model: toml::Table,
     train_overrides: Option<&toml::Table>,
     where_: &str,
+    task: Option<Task>,
 ) -> Result<(ModelConfig, TrainConfig), String> {
     let model: ModelConfig = toml::Value::Table(model)
         .try_into()
         .map_err(|e| format!("{where_}: invalid [model]: {e}"))?;
     model.validate().map_err(|e| format!("{where_}: {e}"))?;
-    let mut defaults = TrainConfig::default();
-    if model.task().has_labels() {
-        // A labelling model's validation score is its accuracy.
-        defaults.best_by = BestBy::Accuracy;
-    }
+    let defaults = TrainConfig {
+        best_by: BestBy::for_task(task.unwrap_or_else(|| model.task())),
+        ..TrainConfig::default()
+    };
     let mut train = toml::Table::try_from(defaults).map_err(|e| e.to_string())?;
     if let Some(t) = train_overrides {
         merge_toml(&mut train, t);
@@ -361,10 +395,12 @@ fn build(
     Ok((model, train))
 }
 
-/// Resolves `--arch` and/or `--config` into a model and training config.
+/// Resolves `--arch` and/or `--config` into a model and the training config for `task` (the
+/// data's; `None`: the model's own).
 pub fn resolve(
     arch: Option<&str>,
     file: Option<(&str, &str)>,
+    task: Option<Task>,
 ) -> Result<(Option<String>, ModelConfig, TrainConfig), String> {
     let parsed = parse_file(file)?;
     let arch = arch.map(str::to_string).or(parsed.arch.clone());
@@ -387,6 +423,6 @@ pub fn resolve(
         return Err("no model given: pass --arch PRESET, or a --config with `arch = ...` or a [model] table".into());
     }
     let where_ = file.map(|f| f.0).unwrap_or("--arch");
-    let (model, train) = build(model, parsed.train.as_ref(), where_)?;
+    let (model, train) = build(model, parsed.train.as_ref(), where_, task)?;
     Ok((arch, model, train))
 }

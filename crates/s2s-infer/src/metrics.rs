@@ -37,6 +37,23 @@ pub struct MetricsRecord {
     pub teacher_forcing: f64,
 }
 
+impl MetricsRecord {
+    /// The validation in words, as training prints it: `valid loss L, ppl P`, then the task's
+    /// score where it has one (`accuracy A%` or `BLEU B`; generation has none).
+    pub fn validation_summary(&self) -> String {
+        let mut out = format!(
+            "valid loss {:.3}, ppl {:.2}",
+            self.valid_loss, self.valid_ppl
+        );
+        if self.valid_accuracy.is_finite() {
+            out += &format!(", accuracy {:.2}%", self.valid_accuracy);
+        } else if self.valid_bleu.is_finite() {
+            out += &format!(", BLEU {:.2}", self.valid_bleu);
+        }
+        out
+    }
+}
+
 /// A missing number: NaN.
 fn absent() -> f64 {
     f64::NAN

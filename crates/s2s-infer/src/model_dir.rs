@@ -115,7 +115,7 @@ pub fn model_info(run: &RunConfig, parameters: usize) -> serde_json::Value {
     serde_json::json!({
         "arch": run.arch,
         "family": family,
-        "task": run.model.task(),
+        "task": run.task(),
         "parameters": parameters,
         "src_vocab": run.src_vocab,
         "tgt_vocab": run.tgt_vocab,
@@ -304,9 +304,10 @@ mod tests {
     use super::*;
 
     fn run_config(arch: &str) -> RunConfig {
-        let (arch, model, train) = crate::config::resolve(Some(arch), None).unwrap();
+        let (arch, model, train) = crate::config::resolve(Some(arch), None, None).unwrap();
         RunConfig {
             arch,
+            task: None,
             src_vocab: 20,
             tgt_vocab: 20,
             model,

@@ -182,6 +182,65 @@ impl Translator {
         texts.iter().map(|t| self.encode(t)).collect()
     }
 
+    /// The ids of a known output (a reference) as the target side was prepared: cleaned as the
+    /// corpus was, then the target tokenizer.
+    pub fn encode_target(&self, text: &str) -> Vec<u32> {
+        let options = &self.loaded.data.options;
+        let cleaned = s2s_data::clean_line(text, &options.clean, options.tgt_is_chinese);
+        self.loaded.tgt_tokenizer.encode(&cleaned)
+    }
+
+    /// The teacher-forced log-probability of each reference given its source (see
+    /// [`s2s_models::scoring`]), `batch_size` pairs at a time: perplexity is
+    /// `exp(-sum(logprob) / sum(tokens))`. A labeller's references are its labels: as many tags as
+    /// source tokens for a tagger, one label for a classifier; an error names the first pair
+    /// (1-based) that has another shape.
+    pub fn score(
+        &self,
+        sources: &[String],
+        refs: &[String],
+        batch_size: usize,
+    ) -> Result<Vec<s2s_models::scoring::RefScore>, InferError> {
+        if sources.len() != refs.len() {
+            return Err(InferError::Request(format!(
+                "{} sources but {} references; fix: give one reference per source",
+                sources.len(),
+                refs.len()
+            )));
+        }
+        let pairs: Vec<(Vec<u32>, Vec<u32>)> = sources
+            .iter()
+            .zip(refs)
+            .map(|(s, r)| (self.encode(s), self.encode_target(r)))
+            .collect();
+        let l = &self.loaded;
+        if let Some(labeller) = l.model.as_labeller() {
+            let per_token = labeller.cfg.head.per_token();
+            for (i, (src, labels)) in pairs.iter().enumerate() {
+                let (want, what) = if per_token {
+                    (src.len(), "one tag per source token")
+                } else {
+                    (1, "one label")
+                };
+                if labels.len() != want {
+                    return Err(InferError::Request(format!(
+                        "pair {}: the reference has {} label(s) but the model gives {what} \
+                         ({want} here); fix: give references in the model's shape",
+                        i + 1,
+                        labels.len()
+                    )));
+                }
+            }
+        }
+        Ok(s2s_models::scoring::score_all(
+            &l.model,
+            &l.device,
+            &pairs,
+            self.specials(),
+            batch_size,
+        ))
+    }
+
     /// Target ids back to text.
     pub fn decode(&self, tokens: &[u32]) -> String {
         self.loaded.tgt_tokenizer.decode(tokens)
@@ -208,6 +267,18 @@ impl Translator {
         if let Some(labeller) = l.model.as_labeller() {
             return Ok(self.label(labeller, sources, batch_size));
         }
+        // A generation model's source is its condition, not a text whose length the output
+        // follows: only the absolute `max_len` bounds it.
+        let unbounded;
+        let cfg = if l.run.task() == s2s_data::Task::Generation && cfg.max_len_ratio.is_some() {
+            unbounded = SearchConfig {
+                max_len_ratio: None,
+                ..cfg.clone()
+            };
+            &unbounded
+        } else {
+            cfg
+        };
         let (blank, to_search): (Vec<usize>, Vec<usize>) =
             (0..sources.len()).partition(|&i| self.is_blank(&sources[i]));
         if blank.is_empty() {

@@ -41,6 +41,15 @@ impl ModelConfig {
         }
     }
 
+    /// Whether a model of this config does `task`: an encoder-decoder both translates and
+    /// generates (1 vs N is N vs M with a one-label source).
+    pub fn fits(&self, task: Task) -> bool {
+        match task {
+            Task::Generation => self.task() == Task::Translation,
+            t => self.task() == t,
+        }
+    }
+
     /// Checks what depends on the data's vocabularies (a Transformer's `share_embeddings` needs
     /// one joint vocabulary).
     pub fn check_vocab(&self, src_vocab: usize, tgt_vocab: usize) -> Result<(), String> {

@@ -1,7 +1,7 @@
 //! Burn modules for s2s: the recurrent family (basic encoder-decoder, RNNsearch, Luong), the
 //! Transformer and ConvS2S, their configs and named presets, and the adapter that lets
-//! `s2s-search` decode any of them; and the encoder-only [`labeller`] of the tagging and
-//! classification tasks.
+//! `s2s-search` decode any of them; the encoder-only [`labeller`] of the tagging and
+//! classification tasks; and teacher-forced [`scoring`] of references (perplexity).
 
 pub mod attention;
 pub mod backend;
@@ -15,6 +15,7 @@ pub mod labeller;
 pub mod layers;
 pub mod output;
 pub mod rnn;
+pub mod scoring;
 pub mod transformer;
 
 // `s2s_models::workers` and `s2s_models::allocator`, as the trainer and the CLI call them.
@@ -245,6 +246,12 @@ pub fn pad_rows(rows: &[Vec<u32>], len: usize, pad_id: u32) -> Vec<u32> {
         flat.extend(std::iter::repeat_n(pad_id, len - r.len().min(len)));
     }
     flat
+}
+
+/// Row-major ids of `shape` as a 2-D device tensor.
+pub fn ids_2d(ids: &[u32], shape: [usize; 2], device: &Device) -> Tensor<2, Int> {
+    let v: Vec<i64> = ids.iter().map(|&t| t as i64).collect();
+    Tensor::from_data(TensorData::new(v, shape), device)
 }
 
 /// Converts an int id tensor to a 1-D device tensor.

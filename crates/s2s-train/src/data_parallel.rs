@@ -40,7 +40,7 @@
 use crate::TrainError;
 use crate::loss::{LossOutput, projected_label_smoothed_nll};
 use crate::schedule::teacher_forcing_ratio;
-use crate::trainer::{int_tensor, mix};
+use crate::trainer::mix;
 use burn::module::Module;
 use burn::optim::{GradientsAccumulator, GradientsParams};
 use burn::tensor::{Bool, Device, Tensor, TensorData};
@@ -49,6 +49,7 @@ use rand_chacha::ChaCha8Rng;
 use rand_chacha::rand_core::SeedableRng;
 use s2s_data::{Batch, EncodedSplit};
 use s2s_infer::config::TrainConfig;
+use s2s_models::ids_2d;
 use s2s_models::{PaddedIds, Seq2SeqModel};
 use std::sync::Mutex;
 
@@ -76,9 +77,9 @@ pub fn batch_loss(
     replica: usize,
 ) -> LossOutput {
     let src = PaddedIds::from_flat(&b.src, b.batch_size, b.src_len, b.specials.pad, device);
-    let tgt_in = int_tensor(&b.tgt_in, [b.batch_size, b.tgt_len], device);
+    let tgt_in = ids_2d(&b.tgt_in, [b.batch_size, b.tgt_len], device);
     let targets = model.loss_targets(b);
-    let tgt_out = int_tensor(&targets.ids, targets.shape, device);
+    let tgt_out = ids_2d(&targets.ids, targets.shape, device);
     // Every random stream of this step comes from (seed, step): dropout via the device seed,
     // scheduled sampling via its own generator. Resume therefore needs no RNG state.
     device.seed(replica_seed(mix(cfg.seed, step as u64), replica));

@@ -4,13 +4,12 @@
 use crate::TrainError;
 use crate::checkpoint::{self, OPTIMIZER, STATE, TrainerState, WEIGHTS};
 use crate::data_parallel::{Pending, batch_gradients, forward_backward};
-use crate::loss::label_smoothed_nll;
 use crate::schedule::{DecayPlan, budget_end_step, is_timed, learning_rate, teacher_forcing_ratio};
 use burn::grad_clipping::GradientClippingConfig;
 use burn::module::{Module, ModuleVisitor, Param};
 use burn::optim::{AdamConfig, AdamWConfig, GradientsParams};
 use burn::optim::{ModuleOptimizer, OptimizerRecord};
-use burn::tensor::{Device, Int, Tensor, TensorData};
+use burn::tensor::{Device, Tensor};
 use burn::train::Interrupter;
 use indicatif::{ProgressBar, ProgressStyle};
 use s2s_data::{BatchConfig, EncodedSplit, TextTokenizer, epoch_batches, sorted_batches};
@@ -18,7 +17,7 @@ use s2s_eval::{BleuConfig, corpus_bleu};
 use s2s_infer::config::{BestBy, OptimizerKind, RunConfig, TrainConfig};
 use s2s_infer::metrics::{self, MetricsRecord};
 use s2s_infer::model_dir::METRICS;
-use s2s_models::{PaddedIds, Seq2SeqModel};
+use s2s_models::Seq2SeqModel;
 use s2s_search::Strategy;
 use std::path::Path;
 use std::time::Instant;
@@ -63,11 +62,6 @@ pub(crate) fn mix(a: u64, b: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     z ^ (z >> 31)
-}
-
-pub(crate) fn int_tensor(ids: &[u32], shape: [usize; 2], device: &Device) -> Tensor<2, Int> {
-    let v: Vec<i64> = ids.iter().map(|&t| t as i64).collect();
-    Tensor::from_data(TensorData::new(v, shape), device)
 }
 
 pub fn make_optimizer(cfg: &TrainConfig) -> ModuleOptimizer {
@@ -146,19 +140,19 @@ fn validate(
         max_tokens: cfg.max_tokens,
         max_sentences: cfg.max_sentences,
     };
-    let (mut nll, mut tokens) = (0.0f64, 0usize);
+    // The loss is the references' teacher-forced score, as `s2s score` measures it.
+    let (mut logprob, mut tokens) = (0.0f64, 0usize);
     for idx in sorted_batches(&valid.lengths(), &bcfg) {
-        let b = valid.batch(&idx);
-        let src = PaddedIds::from_flat(&b.src, b.batch_size, b.src_len, b.specials.pad, device);
-        let tgt_in = int_tensor(&b.tgt_in, [b.batch_size, b.tgt_len], device);
-        let targets = model.loss_targets(&b);
-        let tgt_out = int_tensor(&targets.ids, targets.shape, device);
-        let logits = model.forward_teacher(&src, tgt_in, None);
-        let nll_out = label_smoothed_nll(logits, tgt_out, b.specials.pad, 0.0, targets.tokens);
-        nll += nll_out.nll_sum.into_scalar::<f32>() as f64;
-        tokens += targets.tokens;
+        for score in s2s_models::scoring::score_batch(model, device, &valid.batch(&idx)) {
+            logprob += score.logprob;
+            tokens += score.tokens;
+        }
     }
-    out.loss = nll / tokens.max(1) as f64;
+    out.loss = -logprob / tokens.max(1) as f64;
+    if run.task() == s2s_data::Task::Generation {
+        // A generated sentence has no one right answer to score against: the loss is the score.
+        return Ok(out);
+    }
     if let Some(labeller) = model.as_labeller() {
         let labels =
             s2s_models::labeller::label_all(labeller, device, &valid.src, valid.specials, 64);
@@ -641,15 +635,7 @@ impl<'a> Trainer<'a> {
             teacher_forcing: teacher_forcing_ratio(cfg, st.step),
         };
         let valid = if corpus.valid.is_some() {
-            let score = if record.valid_accuracy.is_finite() {
-                format!("accuracy {:.2}%", record.valid_accuracy)
-            } else {
-                format!("BLEU {:.2}", record.valid_bleu)
-            };
-            format!(
-                "valid loss {:.3}, ppl {:.2}, {score}",
-                record.valid_loss, record.valid_ppl
-            )
+            record.validation_summary()
         } else {
             "no validation split".to_owned()
         };

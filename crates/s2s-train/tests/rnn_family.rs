@@ -26,7 +26,7 @@ fn learns_reversal_up_to(arch: &str, model_toml: &str, steps: usize, max_len: us
             "arch = \"{arch}\"\n[model]\n{model_toml}\n[train]\n{}",
             toml::to_string(&run.train).unwrap()
         );
-        let (_, model, _) = s2s_infer::config::resolve(None, Some(("test", &text))).unwrap();
+        let (_, model, _) = s2s_infer::config::resolve(None, Some(("test", &text)), None).unwrap();
         run.model = model;
     }
     let model_dir = dir.path().join("model");

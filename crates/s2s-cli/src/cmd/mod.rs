@@ -8,6 +8,7 @@ pub mod plot;
 pub mod prepare;
 pub mod quantize;
 pub mod quickstart;
+pub mod score;
 pub mod serve;
 pub mod train;
 pub mod translate;

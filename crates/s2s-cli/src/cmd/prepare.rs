@@ -1,5 +1,5 @@
-//! `s2s prepare`: validate and clean a parallel corpus (or, for tagging and classification, a
-//! labelled one), train the tokenizers and write a data directory. Argument parsing and
+//! `s2s prepare`: validate and clean a parallel corpus (or, for tagging, classification and
+//! generation, a labelled one), train the tokenizers and write a data directory. Argument parsing and
 //! reporting only; the work is `s2s_data::prepare`.
 
 use std::path::PathBuf;
@@ -46,6 +46,8 @@ enum TaskArg {
     Tagging,
     /// One label per sentence (LABEL text files).
     Classification,
+    /// A sentence from its label (LABEL text files, read the other way round).
+    Generation,
 }
 
 impl From<TaskArg> for Task {
@@ -54,6 +56,7 @@ impl From<TaskArg> for Task {
             TaskArg::Translation => Task::Translation,
             TaskArg::Tagging => Task::Tagging,
             TaskArg::Classification => Task::Classification,
+            TaskArg::Generation => Task::Generation,
         }
     }
 }
@@ -100,7 +103,8 @@ impl From<ZhScriptArg> for ZhScript {
     }
 }
 
-/// Validate and clean a parallel corpus (or a labelled one for tagging and classification),
+/// Validate and clean a parallel corpus (or a labelled one for tagging, classification and
+/// generation),
 /// train the tokenizers and write DATA_DIR.
 #[derive(clap::Args, Debug)]
 #[command(after_help = "\
@@ -119,7 +123,9 @@ uses split tokenizers on both sides (one token per word, one per tag) and checks
 sentence has one tag per token; classification uses a split tokenizer for the labels and word \
 for the text by default (--src-tokenizer to change it). Every label of the training split is \
 kept (--min-freq does not apply to labels); labels of --valid/--test that training never had \
-become <unk> and are counted.
+become <unk> and are counted. Generation reads the same LABEL text files the other way round: \
+the label is the condition (the source, a split tokenizer) and the text the target to write \
+(bpe by default, --tgt-tokenizer to change it).
 
 Examples:
   # translation (the embedded corpus)
@@ -131,19 +137,21 @@ Examples:
     --test en_ewt-ud-test.conllu --out data/ewt-upos
   # classification: SST-2 (`0 text` / `1 text` lines)
   s2s prepare --task classification --train stsa.binary.train --valid stsa.binary.dev \\
-    --test stsa.binary.test --out data/sst2")]
+    --test stsa.binary.test --out data/sst2
+  # generation: TREC questions from their type
+  s2s prepare --task generation --train TREC.train.all --test TREC.test.all --out data/trec-gen")]
 pub struct PrepareArgs {
-    /// What the data is for: translation (parallel text), tagging (one tag per token) or
-    /// classification (one label per sentence).
+    /// What the data is for: translation (parallel text), tagging (one tag per token),
+    /// classification (one label per sentence) or generation (a sentence from a label).
     #[arg(long, value_enum, default_value = "translation")]
     task: TaskArg,
-    /// Tagging/classification: the training file (see --format).
+    /// Tagging, classification, generation: the training file (see --format).
     #[arg(long, value_name = "FILE")]
     train: Option<PathBuf>,
-    /// Tagging/classification: the validation file.
+    /// Tagging, classification, generation: the validation file.
     #[arg(long, value_name = "FILE")]
     valid: Option<PathBuf>,
-    /// Tagging/classification: the test file.
+    /// Tagging, classification, generation: the test file.
     #[arg(long, value_name = "FILE")]
     test: Option<PathBuf>,
     /// Format of --train/--valid/--test [default: conllu for tagging, labelled for
@@ -257,7 +265,8 @@ fn source(
     }
 }
 
-/// The sources of a tagging or classification run: one file per split, in the task's format.
+/// The sources of a tagging, classification or generation run: one file per split, in the
+/// task's format.
 fn labelled_sources(
     args: &PrepareArgs,
     task: Task,
@@ -314,7 +323,7 @@ fn labelled_sources(
 
 fn config(args: &PrepareArgs) -> anyhow::Result<PrepareConfig> {
     let task: Task = args.task.into();
-    let mut cfg = if task.has_labels() {
+    let mut cfg = if task.label_side().is_some() {
         let (train, valid, test) = labelled_sources(args, task)?;
         let mut cfg = PrepareConfig::new(train, &args.out);
         cfg.valid = valid;
@@ -330,9 +339,9 @@ fn config(args: &PrepareArgs) -> anyhow::Result<PrepareConfig> {
         ];
         if let Some((flag, _)) = labelled.iter().find(|(_, given)| *given) {
             anyhow::bail!(
-                "{flag} is for the tagging and classification tasks; fix: pass --task tagging \
-                 or --task classification, or for translation give --train-src F --train-tgt F \
-                 (or --tsv F)"
+                "{flag} is for the tagging, classification and generation tasks; fix: pass \
+                 --task tagging, classification or generation, or for translation give \
+                 --train-src F --train-tgt F (or --tsv F)"
             );
         }
         let train = source(

@@ -143,6 +143,7 @@ pub fn run_holding(args: TrainArgs, held: Option<model_dir::ModelDirLock>) -> Re
     }
     .map_err(anyhow::Error::msg)?;
     let data = s2s_data::load_data_dir(&args.data)?;
+    let data_task = data.meta.options.task;
     let out = &args.out;
     // Held until training ends (or the process does): a second trainer on `out` is refused.
     let _lock;
@@ -182,15 +183,27 @@ pub fn run_holding(args: TrainArgs, held: Option<model_dir::ModelDirLock>) -> Re
             Some(init) => {
                 check_init_tokenizers(init, &data)?;
                 let base = model_dir::read_run_config(init)?;
-                resolve_init(&base, file).map_err(anyhow::Error::msg)?
+                resolve_init(&base, file, Some(data_task)).map_err(anyhow::Error::msg)?
             }
-            None => resolve(args.arch.as_deref(), file).map_err(anyhow::Error::msg)?,
+            None => {
+                resolve(args.arch.as_deref(), file, Some(data_task)).map_err(anyhow::Error::msg)?
+            }
         };
         if train.bleu_tokenize == "13a" && data.meta.options.tgt_is_chinese {
             train.bleu_tokenize = "zh".into();
         }
+        if !model.fits(data_task) {
+            bail!(
+                "{} holds {data_task} data but the model is for {}; fix: choose a {data_task} model ({}), or prepare the data with --task {}",
+                args.data.display(),
+                model.task(),
+                task_presets(data_task),
+                model.task()
+            );
+        }
         let mut run = RunConfig {
             arch,
+            task: Some(data_task),
             src_vocab: data.src_tokenizer.vocab_size(),
             tgt_vocab: data.tgt_tokenizer.vocab_size(),
             model,
@@ -247,12 +260,12 @@ pub fn run_holding(args: TrainArgs, held: Option<model_dir::ModelDirLock>) -> Re
         }
         run
     };
-    let (data_task, model_task) = (data.meta.options.task, run.model.task());
-    if data_task != model_task {
+    if run.task() != data_task {
         bail!(
-            "{} holds {data_task} data but the model is for {model_task}; fix: choose a {data_task} model ({}), or prepare the data with --task {model_task}",
+            "{} holds {data_task} data but the model in {} was trained for {}: resume with the DATA_DIR it was trained on",
             args.data.display(),
-            task_presets(data_task)
+            out.display(),
+            run.task()
         );
     }
     if run.src_vocab != data.src_tokenizer.vocab_size()
@@ -302,14 +315,11 @@ pub fn run_holding(args: TrainArgs, held: Option<model_dir::ModelDirLock>) -> Re
     if let Some(m) = &outcome.last {
         let minutes = (outcome.state.elapsed_sec / 60.0 * 10.0).round() / 10.0;
         if corpus.valid.is_some() {
-            let score = if m.valid_accuracy.is_finite() {
-                format!("accuracy {:.2}%", m.valid_accuracy)
-            } else {
-                format!("BLEU {:.2}", m.valid_bleu)
-            };
             println!(
-                "step {} epoch {}: valid loss {:.3}, ppl {:.2}, {score} ({minutes} min)",
-                m.step, m.epoch, m.valid_loss, m.valid_ppl
+                "step {} epoch {}: {} ({minutes} min)",
+                m.step,
+                m.epoch,
+                m.validation_summary()
             );
         } else {
             println!(
@@ -342,7 +352,7 @@ pub fn run_holding(args: TrainArgs, held: Option<model_dir::ModelDirLock>) -> Re
 fn task_presets(task: s2s_data::Task) -> String {
     let names: Vec<&str> = s2s_models::preset_names()
         .into_iter()
-        .filter(|n| s2s_models::preset(n).is_some_and(|c| c.task() == task))
+        .filter(|n| s2s_models::preset(n).is_some_and(|c| c.fits(task)))
         .collect();
     format!("--arch {}", names.join(", "))
 }

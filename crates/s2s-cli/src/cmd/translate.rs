@@ -43,7 +43,8 @@ pub struct SearchArgs {
     /// Absolute maximum output length in tokens.
     #[arg(long, default_value_t = defaults::MAX_LEN)]
     pub max_len: usize,
-    /// Maximum output length as a multiple of the source length (plus 10 tokens).
+    /// Maximum output length as a multiple of the source length (plus 10 tokens); not applied
+    /// to a generation model, whose source is its condition.
     #[arg(long, default_value_t = defaults::MAX_LEN_RATIO)]
     pub max_len_ratio: f32,
     /// Never repeat an n-gram of this order (0 = off).

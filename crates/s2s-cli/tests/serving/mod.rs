@@ -67,9 +67,11 @@ pub fn train_reversal_model(root: &Path) -> PathBuf {
     let text = "arch = \"rnnsearch-tiny\"\n[train]\nmax_steps = 300\nmax_tokens = 1200\n\
                 max_sentences = 100\nlr = 5e-3\nwarmup_steps = 50\nlabel_smoothing = 0.0\n\
                 valid_every = 60\npatience = 0\n";
-    let (arch, model, train) = s2s_infer::config::resolve(None, Some(("test", text))).unwrap();
+    let (arch, model, train) =
+        s2s_infer::config::resolve(None, Some(("test", text)), None).unwrap();
     let run = RunConfig {
         arch,
+        task: None,
         src_vocab: data.src_tokenizer.vocab_size(),
         tgt_vocab: data.tgt_tokenizer.vocab_size(),
         model,

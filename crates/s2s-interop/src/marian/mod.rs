@@ -183,6 +183,7 @@ pub fn import(src: &Path, out: &Path, force: bool) -> Result<Imported> {
     let v = vocab.len();
     let run = RunConfig {
         arch: None,
+        task: Some(s2s_data::Task::Translation),
         src_vocab: v,
         tgt_vocab: v,
         model: ModelConfig::Transformer(model_cfg.clone()),

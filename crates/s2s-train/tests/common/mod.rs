@@ -65,9 +65,11 @@ pub fn run_config(arch: &str, data: &DataDir, train_toml: &str) -> RunConfig {
 
 /// The run a whole config file (`arch`, `[model]`, `[train]`) describes, sized to `data`.
 pub fn run_config_toml(data: &DataDir, text: &str) -> RunConfig {
-    let (arch, model, train) = resolve(None, Some(("test", text))).unwrap();
+    let task = data.meta.options.task;
+    let (arch, model, train) = resolve(None, Some(("test", text)), Some(task)).unwrap();
     RunConfig {
         arch,
+        task: Some(task),
         src_vocab: data.src_tokenizer.vocab_size(),
         tgt_vocab: data.tgt_tokenizer.vocab_size(),
         model,
