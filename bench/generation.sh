@@ -81,7 +81,7 @@ run() {
     if [[ "$3" == data ]]; then
         "$s2s" score --model "$dir" --src "$d/test.wrong.src" --ref "$d/test.tgt" --json \
             > "$out/$1.wrong.json"
-        wrong="$(python3 -c 'import json,sys; print(f"{json.load(open(sys.argv[1]))["perplexity"]:.2f}")' "$out/$1.wrong.json")"
+        wrong="$(python3 -c 'import json,sys; print("%.2f" % json.load(open(sys.argv[1]))["perplexity"])' "$out/$1.wrong.json")"
     fi
     python3 - "$1" "$dir" "$out/$1.score.json" "$wrong" "$trained_s" <<'PY'
 import json, sys
@@ -119,7 +119,7 @@ import json, sys
 for line in sys.stdin:
     t = json.loads(line)
     for h in t["hyps"]:
-        print(f"- `{t[\"src\"]}`: {h[\"text\"]}")'
+        print("- `%s`: %s" % (t["src"], h["text"]))'
         echo
     done
 } > "$out/samples.md"

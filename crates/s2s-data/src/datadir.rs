@@ -115,6 +115,9 @@ pub struct TokenizerInfo {
     pub kind: TokenizerKind,
     /// Actual vocabulary size, special tokens included.
     pub vocab_size: usize,
+    /// Whether unknown words get the token of their shape ([`crate::signature`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub signatures: bool,
 }
 
 /// Counts for every split.

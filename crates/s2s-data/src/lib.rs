@@ -25,6 +25,7 @@ pub mod io;
 pub mod labelled;
 pub mod prepare;
 pub mod sentencepiece;
+pub mod signature;
 pub mod task;
 pub mod tokenizer;
 pub mod zh;

@@ -104,9 +104,12 @@ pub struct PrepareConfig {
     pub joint: bool,
     /// Maximum tokens per side in the training split; 0 disables the filter.
     pub max_len: usize,
-    /// Minimum frequency; `None`: 2 for `bpe` merges, 1 for `char`/`word`/`split`. Not applied
-    /// to the label side of a task ([`Task::label_side`]).
+    /// Minimum frequency; `None`: 2 for `bpe` merges and for a source with signatures, 1 for
+    /// `char`/`word`/`split`. Not applied to the label side of a task ([`Task::label_side`]).
     pub min_freq: Option<u64>,
+    /// Unknown-word signatures on a `split` source ([`crate::signature`]): its words rarer than
+    /// `min_freq` train the tokens of their shapes. `None`: on for tagging, off otherwise.
+    pub unk_signatures: Option<bool>,
     pub clean: CleanConfig,
     /// Language codes, recorded, and used as hints (e.g. `zh` selects `char`).
     pub src_lang: Option<String>,
@@ -131,6 +134,7 @@ impl PrepareConfig {
             joint: false,
             max_len: DEFAULT_MAX_LEN,
             min_freq: None,
+            unk_signatures: None,
             clean: CleanConfig::default(),
             src_lang: None,
             tgt_lang: None,
@@ -651,20 +655,36 @@ pub fn prepare(cfg: &PrepareConfig, progress: &dyn Fn(&str)) -> Result<DataToml>
 
     // Tokenizer kinds.
     let (src_kind, tgt_kind) = tokenizer_kinds(cfg, src_cjk, tgt_cjk)?;
-    // Every label seen in training is a class (or a condition).
+    let signatures = cfg.unk_signatures.unwrap_or(task == Task::Tagging);
+    if signatures && (src_kind != TokenizerKind::Split || label_side == Some(LabelSide::Source)) {
+        return Err(DataError::Config(format!(
+            "--unk-signatures gives unknown source words the token of their shape, which needs \
+             a split source of words, but the {task} source is {}; fix: drop --unk-signatures",
+            if label_side == Some(LabelSide::Source) {
+                "labels".to_owned()
+            } else {
+                format!("{src_kind}")
+            }
+        )));
+    }
+    // Every label seen in training is a class (or a condition). Signatures are trained on the
+    // words below `min_freq`, so they need it above 1.
     let min_freq = |kind, side| match label_side {
         Some(s) if s == side => 1,
+        _ if side == LabelSide::Source && signatures => cfg.min_freq.unwrap_or(2),
         _ => cfg.min_freq.unwrap_or(default_min_freq(kind)),
     };
     let src_spec = TokenizerSpec {
         kind: src_kind,
         vocab_size: cfg.vocab_size,
         min_freq: min_freq(src_kind, LabelSide::Source),
+        signatures,
     };
     let tgt_spec = TokenizerSpec {
         kind: tgt_kind,
         vocab_size: cfg.vocab_size,
         min_freq: min_freq(tgt_kind, LabelSide::Target),
+        signatures: false,
     };
 
     // Clean.
@@ -821,11 +841,13 @@ pub fn prepare(cfg: &PrepareConfig, progress: &dyn Fn(&str)) -> Result<DataToml>
                 file: SRC_TOKENIZER_FILE.to_owned(),
                 kind: src_tok.kind().unwrap_or(src_kind),
                 vocab_size: src_tok.vocab_size(),
+                signatures: src_tok.has_signatures(),
             },
             tgt: TokenizerInfo {
                 file: TGT_TOKENIZER_FILE.to_owned(),
                 kind: tgt_tok.kind().unwrap_or(tgt_kind),
                 vocab_size: tgt_tok.vocab_size(),
+                signatures: tgt_tok.has_signatures(),
             },
         },
         splits,

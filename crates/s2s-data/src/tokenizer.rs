@@ -10,7 +10,8 @@
 //! - `split`: one token per whitespace-separated item, nothing split further (`WhitespaceSplit`
 //!   pre-tokenizer, no decoder: decoding joins the tokens with single spaces), trained with
 //!   `WordLevelTrainer`. For labels and for pre-tokenised text whose tokens must stay whole (a
-//!   tagger needs one id per word and one per tag).
+//!   tagger needs one id per word and one per tag). Trained with `signatures`, it gives an
+//!   unknown word the token of its shape ([`crate::signature`]) instead of `<unk>`.
 //! - `unigram`: a SentencePiece-style unigram model, trained with `UnigramTrainer`, in the
 //!   pipeline Hugging Face builds from a SentencePiece model ([`spm_pipeline`]), so that it can be
 //!   written as one (`s2s export`).
@@ -108,6 +109,9 @@ pub struct TokenizerSpec {
     /// Minimum count: of a pair to be merged (`bpe`), of a character, word or item to enter the
     /// vocabulary (`char`, `word`, `split`).
     pub min_freq: u64,
+    /// `split` only: train unknown-word signatures from the items rarer than `min_freq`
+    /// ([`crate::signature`]).
+    pub signatures: bool,
 }
 
 fn special_added_tokens() -> Vec<AddedToken> {
@@ -234,6 +238,21 @@ pub fn train_tokenizer<S: AsRef<str> + Send>(
             spec.vocab_size
         )));
     }
+    if spec.signatures {
+        if spec.kind != TokenizerKind::Split {
+            return Err(DataError::Config(format!(
+                "unknown-word signatures need a split tokenizer, not {}; fix: drop \
+                 --unk-signatures, or use --src-tokenizer split",
+                spec.kind
+            )));
+        }
+        let texts = crate::signature::rare_items_as_signatures(texts, spec.min_freq);
+        let plain = TokenizerSpec {
+            signatures: false,
+            ..*spec
+        };
+        return train_tokenizer(&plain, texts.into_iter());
+    }
     let mut tok = empty_tokenizer(spec.kind)?;
     let mut trainer: TrainerWrapper = match spec.kind {
         TokenizerKind::Bpe => BpeTrainerBuilder::new()
@@ -350,6 +369,8 @@ pub struct TextTokenizer {
     specials: Specials,
     /// Whether the vocabulary has [`FOREIGN_PREFIX`] entries.
     has_foreign: bool,
+    /// Whether this `split` vocabulary has unknown-word signatures ([`crate::signature`]).
+    signatures: bool,
 }
 
 impl std::fmt::Debug for TextTokenizer {
@@ -557,13 +578,21 @@ impl TextTokenizer {
             what: what.to_owned(),
             message,
         })?;
-        Ok(Self {
+        let mut tok = Self {
             inner: Arc::new(inner),
             encoder: Arc::new(encoder),
             reserved,
             specials,
             has_foreign,
-        })
+            signatures: false,
+        };
+        tok.signatures = tok.kind() == Some(TokenizerKind::Split)
+            && tok
+                .inner
+                .get_vocab(false)
+                .keys()
+                .any(|t| crate::signature::is_signature(t));
+        Ok(tok)
     }
 
     /// The tokenizer that encodes text: `inner` with every reserved entry of its segmentation
@@ -597,6 +626,11 @@ impl TextTokenizer {
             }
             _ => None,
         }
+    }
+
+    /// Whether an unknown word gets its signature's id ([`crate::signature`]).
+    pub fn has_signatures(&self) -> bool {
+        self.signatures
     }
 
     /// The special ids of this vocabulary.
@@ -645,6 +679,22 @@ impl TextTokenizer {
             .encode(text, false)
             .map_err(|e| tok_err("encoding", e))?;
         let unk = self.specials.unk;
+        if self.signatures {
+            // `split` pieces are the whitespace-separated items, one id each.
+            return Ok(enc
+                .get_ids()
+                .iter()
+                .zip(text.split_whitespace())
+                .map(|(&id, item)| match id {
+                    id if id == unk => self
+                        .inner
+                        .token_to_id(&crate::signature::signature(item))
+                        .unwrap_or(unk),
+                    id if self.is_reserved(id) => unk,
+                    id => id,
+                })
+                .collect());
+        }
         Ok(enc
             .get_ids()
             .iter()

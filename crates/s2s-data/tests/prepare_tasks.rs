@@ -224,6 +224,49 @@ fn classification_from_labelled_lines() {
 }
 
 #[test]
+fn tagging_sources_sign_unknown_words_by_default() {
+    let d = tempfile::tempdir().unwrap();
+    let rec = prepare(&tagging_cfg(d.path()), &|_| {}).unwrap();
+    assert!(rec.tokenizers.src.signatures && !rec.tokenizers.tgt.signatures);
+    assert_eq!(
+        rec.options.src_min_freq, 2,
+        "signatures learn from the rare words"
+    );
+    let data = load_data_dir(d.path().join("out")).unwrap();
+    let src = &data.src_tokenizer;
+    // Every training word occurs once; `I` and `The` trained `<unk-Cap>`, `know`, `won`, ...
+    // `<unk-lc>`.
+    let id = |t: &str| src.token_to_id(t).unwrap();
+    assert_eq!(
+        src.encode("Zebras bark"),
+        vec![UNK, id("<unk-lc>")],
+        "`<unk-Cap-s>` was never trained"
+    );
+    assert_eq!(src.encode("Zebra"), vec![id("<unk-Cap>")]);
+
+    let mut cfg = tagging_cfg(d.path());
+    cfg.out = d.path().join("plain");
+    cfg.unk_signatures = Some(false);
+    let rec = prepare(&cfg, &|_| {}).unwrap();
+    assert!(!rec.tokenizers.src.signatures);
+    assert_eq!(rec.options.src_min_freq, 1);
+
+    // A condition is not a sentence of words.
+    let labelled = write(d.path(), "g.txt", "q what is it ?\n");
+    let mut cfg = PrepareConfig::new(
+        CorpusSource::Labelled { path: labelled },
+        d.path().join("g"),
+    );
+    cfg.task = Task::Generation;
+    cfg.unk_signatures = Some(true);
+    let msg = config_error(&cfg);
+    assert!(
+        msg.contains("--unk-signatures") && msg.contains("labels") && msg.contains("fix:"),
+        "{msg}"
+    );
+}
+
+#[test]
 fn generation_reads_labelled_lines_the_other_way_round() {
     let d = tempfile::tempdir().unwrap();
     let train = write(

@@ -1,6 +1,6 @@
 //! The `split` tokenizer: exactly one id per whitespace-separated item, whatever the item holds
-//! (apostrophes, dots, slashes, CJK), decoding that joins with single spaces, and a saved form
-//! that loads back as the same tokenizer.
+//! (apostrophes, dots, slashes, CJK), decoding that joins with single spaces, a saved form
+//! that loads back as the same tokenizer, and unknown-word signatures.
 
 use proptest::prelude::*;
 use s2s_data::{
@@ -13,6 +13,7 @@ fn split(lines: &[&str], vocab_size: usize, min_freq: u64) -> TextTokenizer {
         kind: TokenizerKind::Split,
         vocab_size,
         min_freq,
+        signatures: false,
     };
     train_tokenizer(&spec, lines.iter()).unwrap()
 }
@@ -95,6 +96,66 @@ fn saved_and_loaded_it_is_the_same_tokenizer() {
     assert!(back.to_json().unwrap().contains("WhitespaceSplit"));
 }
 
+#[test]
+fn signatures_give_unknown_words_the_token_of_their_shape() {
+    // Words seen once become signatures in training; `the` and `dogs` (twice) stay words.
+    // Signatures obey min_freq too: `<unk-Cap>` (Zorbington) and `<unk-num-sep>` (12,5) occur
+    // once and are left out.
+    let lines = [
+        "the dogs Glorped quickly",
+        "the dogs Florped loudly 1987",
+        "Zorbington walked 2001 12,5 barked",
+    ];
+    let spec = TokenizerSpec {
+        kind: TokenizerKind::Split,
+        vocab_size: 1000,
+        min_freq: 2,
+        signatures: true,
+    };
+    let tok = train_tokenizer(&spec, lines.iter()).unwrap();
+    assert!(tok.has_signatures());
+    let id = |t: &str| tok.token_to_id(t).unwrap_or_else(|| panic!("no `{t}`"));
+    assert_eq!(tok.token_to_id("Glorped"), None);
+    assert_eq!(tok.token_to_id("<unk-Cap>"), None);
+    let ids = tok.encode("the dogs Snarfed happily 2001 Qwerty");
+    assert_eq!(
+        ids,
+        vec![
+            id("the"),
+            id("dogs"),
+            id("<unk-Cap-ed>"),
+            id("<unk-lc-ly>"),
+            id("<unk-num>"),
+            // A shape training never saw is plain `<unk>`.
+            UNK,
+        ]
+    );
+    // Saved and loaded, it still signs.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tokenizer.src.json");
+    tok.save(&path).unwrap();
+    let back = TextTokenizer::from_file(&path).unwrap();
+    assert!(back.has_signatures());
+    assert_eq!(back.encode("the dogs Snarfed happily 2001 Qwerty"), ids);
+    // Without signatures the same words are one `<unk>` each.
+    let plain = TokenizerSpec {
+        signatures: false,
+        ..spec
+    };
+    let plain = train_tokenizer(&plain, lines.iter()).unwrap();
+    assert!(!plain.has_signatures());
+    assert_eq!(plain.encode("Snarfed happily"), vec![UNK, UNK]);
+    // Only `split` signs.
+    let word = TokenizerSpec {
+        kind: TokenizerKind::Word,
+        ..spec
+    };
+    let msg = train_tokenizer(&word, lines.iter())
+        .unwrap_err()
+        .to_string();
+    assert!(msg.contains("split") && msg.contains("fix:"), "{msg}");
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
 
@@ -111,7 +172,7 @@ proptest! {
             .filter(|l| !l.is_empty())
             .collect();
         prop_assume!(!lines.is_empty());
-        let spec = TokenizerSpec { kind: TokenizerKind::Split, vocab_size: 100_000, min_freq: 1 };
+        let spec = TokenizerSpec { kind: TokenizerKind::Split, vocab_size: 100_000, min_freq: 1, signatures: false };
         let tok = train_tokenizer(&spec, lines.iter()).unwrap();
         for l in &lines {
             let ids = tok.encode(l);

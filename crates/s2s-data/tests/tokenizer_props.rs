@@ -38,7 +38,7 @@ proptest! {
         vocab_size in 0usize..300,
         min_freq in 0u64..3,
     ) {
-        let spec = TokenizerSpec { kind, vocab_size, min_freq };
+        let spec = TokenizerSpec { kind, vocab_size, min_freq, signatures: false };
         let tok = match train_tokenizer(&spec, lines.iter()) {
             Ok(t) => t,
             // A typed error (e.g. a vocabulary too small for the special tokens) is fine.
@@ -78,7 +78,7 @@ proptest! {
             .map(|l| clean_line(l, &Default::default(), false))
             .filter(|l| !l.is_empty())
             .collect();
-        let spec = TokenizerSpec { kind, vocab_size: 100_000, min_freq: 1 };
+        let spec = TokenizerSpec { kind, vocab_size: 100_000, min_freq: 1, signatures: false };
         let tok = train_tokenizer(&spec, lines.iter()).unwrap();
         for l in &lines {
             let ids = tok.encode(l);

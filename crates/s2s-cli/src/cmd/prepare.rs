@@ -225,15 +225,25 @@ pub struct PrepareArgs {
     #[arg(
         long,
         value_name = "MODEL_DIR",
-        conflicts_with_all = ["tokenizer", "src_tokenizer", "tgt_tokenizer", "joint", "min_freq"]
+        conflicts_with_all = ["tokenizer", "src_tokenizer", "tgt_tokenizer", "joint", "min_freq",
+            "unk_signatures", "no_unk_signatures"]
     )]
     tokenizers_from: Option<PathBuf>,
     /// Drop training pairs with more tokens than this on either side (0: no limit).
     #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_LEN)]
     max_len: usize,
-    /// Minimum frequency of a bpe merge / char / word [default: 2 for bpe, 1 otherwise].
+    /// Minimum frequency of a bpe merge / char / word [default: 2 for bpe and for a source with
+    /// --unk-signatures, 1 otherwise].
     #[arg(long, value_name = "N")]
     min_freq: Option<u64>,
+    /// Give unknown source words the token of their shape (capitals, digits, dash, suffix)
+    /// instead of <unk>, trained on the training words rarer than --min-freq; needs a split
+    /// source [default for --task tagging].
+    #[arg(long, conflicts_with = "no_unk_signatures")]
+    unk_signatures: bool,
+    /// Map every unknown source word to <unk> (the default but for tagging).
+    #[arg(long)]
+    no_unk_signatures: bool,
     /// Apply Unicode NFKC normalisation (full-width forms, ligatures, ...).
     #[arg(long)]
     nfkc: bool,
@@ -382,6 +392,11 @@ fn config(args: &PrepareArgs) -> anyhow::Result<PrepareConfig> {
     });
     cfg.max_len = args.max_len;
     cfg.min_freq = args.min_freq;
+    cfg.unk_signatures = match (args.unk_signatures, args.no_unk_signatures) {
+        (true, _) => Some(true),
+        (_, true) => Some(false),
+        _ => None,
+    };
     cfg.clean = CleanConfig {
         nfkc: args.nfkc,
         zh_script: args.zh_script.map(Into::into),
@@ -452,8 +467,13 @@ pub fn run(args: PrepareArgs) -> anyhow::Result<()> {
             t.src.kind, t.src.vocab_size
         );
     } else {
+        let signs = if t.src.signatures {
+            " with unknown-word signatures"
+        } else {
+            ""
+        };
         println!(
-            "  tokenizers: source {} ({} tokens), target {} ({} tokens)",
+            "  tokenizers: source {}{signs} ({} tokens), target {} ({} tokens)",
             t.src.kind, t.src.vocab_size, t.tgt.kind, t.tgt.vocab_size
         );
     }

@@ -46,6 +46,7 @@ pub fn trained(
         kind,
         vocab_size,
         min_freq,
+        signatures: false,
     };
     train_tokenizer(&spec, lines.iter()).unwrap_or_else(|e| panic!("training {kind}: {e}"))
 }

@@ -233,6 +233,7 @@ pub fn import(src: &Path, out: &Path, force: bool) -> Result<Imported> {
         file: file.into(),
         kind: TokenizerKind::Unigram,
         vocab_size: v,
+        signatures: false,
     };
     let data = DataToml {
         format_version: s2s_data::datadir::FORMAT_VERSION,
