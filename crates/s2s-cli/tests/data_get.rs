@@ -1,4 +1,5 @@
-//! `s2s data get multi30k`: copying from a local folder with sha256 checks, and the error paths.
+//! `s2s data get`: copying Multi30k, the classification corpora and CMUdict from a local folder
+//! with sha256 checks, and the error paths.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -181,7 +182,7 @@ fn an_unreachable_server_suggests_from() {
     // Port 9 (discard) on localhost: nothing listens, so the connection is refused at once.
     let o = Command::new(env!("CARGO_BIN_EXE_s2s"))
         .args(["data", "get", "multi30k", "--out", out.to_str().unwrap()])
-        .env("S2S_MULTI30K_BASE_URL", "http://127.0.0.1:9/")
+        .env("S2S_DATA_BASE_URL", "http://127.0.0.1:9/")
         .output()
         .unwrap();
     assert!(!o.status.success());
@@ -191,5 +192,87 @@ fn an_unreachable_server_suggests_from() {
         "{err}"
     );
     assert!(err.contains("--from DIR"), "{err}");
+    assert!(entries(&out).is_empty());
+}
+
+/// The shared data folder, or `None` (and the test skips) when `NAME` is not in it.
+fn shared_data(name: &str, probe: &str) -> Option<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/data")
+        .join(name);
+    if dir.join(probe).is_file() {
+        Some(dir)
+    } else {
+        eprintln!("skipped: no {} ", dir.join(probe).display());
+        None
+    }
+}
+
+#[test]
+fn the_classification_and_g2p_corpora_from_the_shared_folder() {
+    for (corpus, folder, files) in [
+        (
+            "sentence-classification",
+            "sentence-classification",
+            &[
+                "LICENSE.repo",
+                "TREC.test.all",
+                "TREC.train.all",
+                "stsa.binary.dev",
+                "stsa.binary.test",
+                "stsa.binary.train",
+            ][..],
+        ),
+        (
+            "cmudict",
+            "cmudict",
+            &[
+                "LICENSE",
+                "cmudict.dict",
+                "split.test_words",
+                "split.train_words",
+            ][..],
+        ),
+    ] {
+        let Some(shared) = shared_data(folder, files[1]) else {
+            continue;
+        };
+        let tmp = tempfile::tempdir().unwrap();
+        let out = tmp.path().join("out");
+        let o = s2s(&[
+            "data",
+            "get",
+            corpus,
+            "--from",
+            shared.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{corpus}: {}", stderr(&o));
+        assert_eq!(entries(&out), files, "{corpus}");
+        for f in files {
+            assert_eq!(
+                std::fs::read(out.join(f)).unwrap(),
+                std::fs::read(shared.join(f)).unwrap(),
+                "{corpus}/{f}"
+            );
+        }
+    }
+    // Without network, a plain (not gzipped) corpus names its own upstream and --from.
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    let o = Command::new(env!("CARGO_BIN_EXE_s2s"))
+        .args(["data", "get", "cmudict", "--out", out.to_str().unwrap()])
+        .env("S2S_DATA_BASE_URL", "http://127.0.0.1:9/")
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    let err = stderr(&o);
+    assert!(
+        err.contains("cannot download http://127.0.0.1:9/cmudict.dict")
+            && err.contains("github.com/cmusphinx/cmudict")
+            && err.contains("s2s data get cmudict --from DIR"),
+        "{err}"
+    );
     assert!(entries(&out).is_empty());
 }

