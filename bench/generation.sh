@@ -105,7 +105,7 @@ PY
     run unconditioned "$here/../configs/generation/trec.toml" data-lm
 } | tee "$out/results.md"
 
-# Samples: three per class from each conditioned model (nucleus sampling, p = 0.9).
+# Samples: three per class from each conditioned model (nucleus sampling, p = 0.9, no <unk>).
 python3 -c 'import sys; [print(c) for c in sorted(set(l.strip() for l in open(sys.argv[1])))]' \
     "$out/data/train.src" > "$out/classes.txt"
 {
@@ -113,7 +113,7 @@ python3 -c 'import sys; [print(c) for c in sorted(set(l.strip() for l in open(sy
         echo "## $m"
         echo
         "$s2s" translate --model "$out/$m" --input "$out/classes.txt" --search sample \
-            --top-p 0.9 --nbest 3 --json \
+            --top-p 0.9 --nbest 3 --ban-unk --json \
             | python3 -c '
 import json, sys
 for line in sys.stdin:

@@ -120,7 +120,9 @@ Tokenizers: by default bpe for a language written with spaces and char for Chine
 Tasks: translation (the default) reads --train-src/--train-tgt or --tsv. Tagging and \
 classification read one labelled file per split (--train, --valid, --test; --format). Tagging \
 uses split tokenizers on both sides (one token per word, one per tag) and checks that every \
-sentence has one tag per token; classification uses a split tokenizer for the labels and word \
+sentence has one tag per token; its unknown words get the token of their shape \
+(--unk-signatures: <unk-Cap-ing>, <unk-num>, ...), learned from the words rarer than --min-freq \
+(2); classification uses a split tokenizer for the labels and word \
 for the text by default (--src-tokenizer to change it). Every label of the training split is \
 kept (--min-freq does not apply to labels); labels of --valid/--test that training never had \
 become <unk> and are counted. Generation reads the same LABEL text files the other way round: \
