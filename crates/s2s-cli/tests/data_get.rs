@@ -175,24 +175,30 @@ fn a_corrupted_or_missing_file_is_rejected_and_nothing_is_written() {
     assert!(entries(&out).is_empty(), "{:?}", entries(&out));
 }
 
-#[test]
-fn an_unreachable_server_suggests_from() {
+/// `s2s data get CORPUS` against a server that is not there: its stderr, after checking that
+/// it failed and wrote nothing.
+fn get_unreachable(corpus: &str) -> String {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("out");
     // Port 9 (discard) on localhost: nothing listens, so the connection is refused at once.
     let o = Command::new(env!("CARGO_BIN_EXE_s2s"))
-        .args(["data", "get", "multi30k", "--out", out.to_str().unwrap()])
+        .args(["data", "get", corpus, "--out", out.to_str().unwrap()])
         .env("S2S_DATA_BASE_URL", "http://127.0.0.1:9/")
         .output()
         .unwrap();
     assert!(!o.status.success());
-    let err = stderr(&o);
+    assert!(entries(&out).is_empty());
+    stderr(&o)
+}
+
+#[test]
+fn an_unreachable_server_suggests_from() {
+    let err = get_unreachable("multi30k");
     assert!(
         err.contains("cannot download http://127.0.0.1:9/data/task1/raw/train.de.gz"),
         "{err}"
     );
     assert!(err.contains("--from DIR"), "{err}");
-    assert!(entries(&out).is_empty());
 }
 
 /// The shared data folder, or `None` (and the test skips) when `NAME` is not in it.
@@ -259,20 +265,11 @@ fn the_classification_and_g2p_corpora_from_the_shared_folder() {
         }
     }
     // Without network, a plain (not gzipped) corpus names its own upstream and --from.
-    let tmp = tempfile::tempdir().unwrap();
-    let out = tmp.path().join("out");
-    let o = Command::new(env!("CARGO_BIN_EXE_s2s"))
-        .args(["data", "get", "cmudict", "--out", out.to_str().unwrap()])
-        .env("S2S_DATA_BASE_URL", "http://127.0.0.1:9/")
-        .output()
-        .unwrap();
-    assert!(!o.status.success());
-    let err = stderr(&o);
+    let err = get_unreachable("cmudict");
     assert!(
         err.contains("cannot download http://127.0.0.1:9/cmudict.dict")
             && err.contains("github.com/cmusphinx/cmudict")
             && err.contains("s2s data get cmudict --from DIR"),
         "{err}"
     );
-    assert!(entries(&out).is_empty());
 }

@@ -492,12 +492,7 @@ fn tokenizer_kinds(
                 "drop --src-tokenizer and --tokenizer (which sets both sides); choose the text's \
                  tokenizer with --tgt-tokenizer",
             )?;
-            let tgt = cfg.tgt_tokenizer.unwrap_or(if tgt_cjk {
-                TokenizerKind::Char
-            } else {
-                TokenizerKind::Bpe
-            });
-            Ok((src, tgt))
+            Ok((src, cfg.tgt_tokenizer.unwrap_or(text_default(tgt_cjk))))
         }
         Task::Translation if cfg.joint => {
             let auto = if src_cjk && tgt_cjk {
@@ -515,19 +510,20 @@ fn tokenizer_kinds(
             }
             Ok((s, t))
         }
-        Task::Translation => {
-            let auto = |cjk: bool| {
-                if cjk {
-                    TokenizerKind::Char
-                } else {
-                    TokenizerKind::Bpe
-                }
-            };
-            Ok((
-                cfg.src_tokenizer.unwrap_or(auto(src_cjk)),
-                cfg.tgt_tokenizer.unwrap_or(auto(tgt_cjk)),
-            ))
-        }
+        Task::Translation => Ok((
+            cfg.src_tokenizer.unwrap_or(text_default(src_cjk)),
+            cfg.tgt_tokenizer.unwrap_or(text_default(tgt_cjk)),
+        )),
+    }
+}
+
+/// The tokenizer of a side of text when none is given: `char` for Chinese or Japanese, else
+/// `bpe`.
+fn text_default(cjk: bool) -> TokenizerKind {
+    if cjk {
+        TokenizerKind::Char
+    } else {
+        TokenizerKind::Bpe
     }
 }
 
