@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Generation (1 vs N) of issue 28 on ../shared/data: TREC questions written from their question
-# type (6 classes, Kim 2014's files). Three models, one recipe (configs/generation/): the label
-# given at every decoder step (trec.toml), the label at the first step only (trec-init.toml), and
-# the first recipe on the same questions with every label replaced by one (an unconditioned
-# language model over the same target vocabulary). Each is scored with `s2s score` on the test
+# type (6 classes, Kim 2014's files). Two recipes (configs/generation/): the label given at every
+# decoder step (trec.toml) and at the first step only (trec-init.toml); each is also trained on
+# the same questions with every label replaced by one, an unconditioned language model of the
+# same size over the same target vocabulary. Each is scored with `s2s score` on the test
 # questions: with their own labels, and with every label moved to the next class (a conditioned
 # model should find those much less likely). Every 10th training question is held out for
 # validation, as bench/labelling.sh does. Samples of each model go to OUT/samples.md. Writes
@@ -101,8 +101,9 @@ PY
     echo "| model | test perplexity | with the next class's label | best valid perplexity | parameters | steps | train min |"
     echo "|---|---:|---:|---:|---:|---:|---:|"
     run every-step "$here/../configs/generation/trec.toml" data
+    run every-step-unconditioned "$here/../configs/generation/trec.toml" data-lm
     run first-step "$here/../configs/generation/trec-init.toml" data
-    run unconditioned "$here/../configs/generation/trec.toml" data-lm
+    run first-step-unconditioned "$here/../configs/generation/trec-init.toml" data-lm
 } | tee "$out/results.md"
 
 # Samples: three per class from each conditioned model (nucleus sampling, p = 0.9, no <unk>).

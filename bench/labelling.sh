@@ -4,8 +4,9 @@
 # `s2s prepare --task`, trained with its recipe under configs/ within the recipe's time budget,
 # labelled with `s2s translate` and scored with `s2s eval --metrics accuracy,f1`. TREC has no
 # validation split: every 10th training question is held out as one. Words seen once in training
-# are left out of the vocabulary (--min-freq 2), so that `<unk>`, which stands for every word the
-# test has and training had not, is trained. Writes OUT/results.md.
+# are left out of the vocabulary (--min-freq 2) and train the tokens of their shapes instead
+# (unknown-word signatures: the default for tagging; the classification files are tokenized
+# already, so their text is read with the split tokenizer to have them too). Writes OUT/results.md.
 set -euo pipefail
 
 usage() {
@@ -39,10 +40,10 @@ while [[ $# -gt 0 ]]; do
     esac
 done
 
-# prepare NAME TASK FORMAT TRAIN VALID TEST
+# prepare NAME TASK FORMAT TRAIN VALID TEST [OPTIONS...]
 prepare() {
     "$s2s" prepare --task "$2" --format "$3" --train "$4" --valid "$5" --test "$6" \
-        --vocab-size 30000 --min-freq 2 --max-len 0 --out "$out/$1/data" --force \
+        --vocab-size 30000 --min-freq 2 --max-len 0 --out "$out/$1/data" --force "${@:7}" \
         > "$out/$1/prepare.txt" 2>&1
 }
 
@@ -85,7 +86,8 @@ for t in "${want[@]}"; do mkdir -p "$out/$t"; done
             sst2)
                 sc="$data/sentence-classification"
                 prepare sst2 classification labelled "$sc/stsa.binary.train" \
-                    "$sc/stsa.binary.dev" "$sc/stsa.binary.test"
+                    "$sc/stsa.binary.dev" "$sc/stsa.binary.test" \
+                    --src-tokenizer split --unk-signatures
                 run sst2 "$here/../configs/classification/sst2.toml" ;;
             trec)
                 sc="$data/sentence-classification"
@@ -94,7 +96,8 @@ for t in "${want[@]}"; do mkdir -p "$out/$t"; done
                 awk 'NR % 10 != 0' "$out/trec/all.txt" > "$out/trec/train.txt"
                 awk 'NR % 10 == 0' "$out/trec/all.txt" > "$out/trec/valid.txt"
                 prepare trec classification labelled "$out/trec/train.txt" \
-                    "$out/trec/valid.txt" "$sc/TREC.test.all"
+                    "$out/trec/valid.txt" "$sc/TREC.test.all" \
+                    --src-tokenizer split --unk-signatures
                 run trec "$here/../configs/classification/trec.toml" ;;
             *) echo "labelling.sh: unknown task '$t' (upos, sst2, trec)" >&2; exit 2 ;;
         esac
