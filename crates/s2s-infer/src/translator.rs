@@ -172,9 +172,22 @@ impl Translator {
     /// target-language tag put in front of it), a blank source that [`Translator::search`]
     /// translates to the empty hypothesis.
     pub fn encode(&self, text: &str) -> Vec<u32> {
-        let options = &self.loaded.data.options;
-        let cleaned = s2s_data::clean_line(text, &options.clean, options.src_is_chinese);
-        self.loaded.src_tokenizer.encode(&cleaned)
+        let l = &self.loaded;
+        Self::clean_and_encode(l, text, l.data.options.src_is_chinese, &l.src_tokenizer)
+    }
+
+    /// `text` cleaned as the corpus side was, then encoded with that side's tokenizer.
+    fn clean_and_encode(
+        l: &LoadedModel,
+        text: &str,
+        is_chinese: bool,
+        tokenizer: &s2s_data::TextTokenizer,
+    ) -> Vec<u32> {
+        tokenizer.encode(&s2s_data::clean_line(
+            text,
+            &l.data.options.clean,
+            is_chinese,
+        ))
     }
 
     /// [`Translator::encode`] of every text.
@@ -185,9 +198,8 @@ impl Translator {
     /// The ids of a known output (a reference) as the target side was prepared: cleaned as the
     /// corpus was, then the target tokenizer.
     pub fn encode_target(&self, text: &str) -> Vec<u32> {
-        let options = &self.loaded.data.options;
-        let cleaned = s2s_data::clean_line(text, &options.clean, options.tgt_is_chinese);
-        self.loaded.tgt_tokenizer.encode(&cleaned)
+        let l = &self.loaded;
+        Self::clean_and_encode(l, text, l.data.options.tgt_is_chinese, &l.tgt_tokenizer)
     }
 
     /// The teacher-forced log-probability of each reference given its source (see
