@@ -11,7 +11,8 @@ use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use crate::error::{DataError, Result};
-use crate::io::{atomic_write, read_text_file};
+use crate::io::read_text_file;
+use crate::pairs::{SplitText, write_splits};
 
 /// A pronouncing dictionary: each word's pronunciations (space-separated phones), in the order of
 /// their variant numbers.
@@ -185,50 +186,36 @@ pub fn write_split_files(
     }
     let valid = take_spread(&mut train, valid_words);
     let prons = |w: &String| &dict.words[w];
-
-    let mut files: Vec<(String, String)> = Vec::new();
-    let (mut src, mut tgt) = (String::new(), String::new());
-    let mut train_pairs = 0;
-    for w in &train {
-        for p in prons(w) {
-            src.push_str(&format!("{w}\n"));
-            tgt.push_str(&format!("{p}\n"));
-            train_pairs += 1;
-        }
-    }
-    files.push(("train.src".into(), src));
-    files.push(("train.tgt".into(), tgt));
-    let test_refs = test.iter().map(|w| prons(w).len()).max().unwrap_or(1);
-    for (name, words, refs) in [("valid", &valid, 1), ("test", &test, test_refs)] {
-        files.push((
-            format!("{name}.src"),
-            words.iter().map(|w| format!("{w}\n")).collect(),
-        ));
-        for k in 0..refs {
-            let text: String = words
+    let split = |name: &str, examples: Vec<(String, Vec<String>)>| SplitText {
+        name: name.into(),
+        examples,
+    };
+    let train_pairs: Vec<(String, Vec<String>)> = train
+        .iter()
+        .flat_map(|w| prons(w).iter().map(|p| (w.clone(), vec![p.clone()])))
+        .collect();
+    let train_pair_count = train_pairs.len();
+    let splits = [
+        split("train", train_pairs),
+        split(
+            "valid",
+            valid
                 .iter()
-                .map(|w| format!("{}\n", prons(w).get(k).map_or("", String::as_str)))
-                .collect();
-            let file = if k == 0 {
-                format!("{name}.tgt")
-            } else {
-                format!("{name}.tgt.{}", k + 1)
-            };
-            files.push((file, text));
-        }
-    }
-    std::fs::create_dir_all(out).map_err(|e| DataError::io(out, e))?;
-    let mut written = Vec::new();
-    for (name, text) in &files {
-        let path = out.join(name);
-        atomic_write(&path, text.as_bytes()).map_err(|e| DataError::io(&path, e))?;
-        written.push(path);
-    }
+                .map(|w| (w.clone(), vec![prons(w)[0].clone()]))
+                .collect(),
+        ),
+        split(
+            "test",
+            test.iter().map(|w| (w.clone(), prons(w).clone())).collect(),
+        ),
+    ];
+    let test_refs = splits[2].references();
+    let written = write_splits(&splits, out)?;
     Ok(G2pSummary {
         test_refs,
         files: written,
         train_words: train.len(),
-        train_pairs,
+        train_pairs: train_pair_count,
         valid_words: valid.len(),
         test_words: test.len(),
     })

@@ -9,7 +9,9 @@
 //!   ([`sentencepiece`] converts and writes SentencePiece models).
 //! - [`epoch_batches`] and [`Batch`] turn a split into padded batches under a token budget,
 //!   deterministically for a given seed and epoch.
-//! - [`g2p`] splits a CMUdict-format pronouncing dictionary into such files by word lists.
+//! - [`g2p`] splits a CMUdict-format pronouncing dictionary into such files by word lists, and
+//!   [`pairs`] writes them from the summarisation and dialogue corpora (AESLC, SciTLDR,
+//!   CamRest676), with several references per test example.
 //! - [`atomic_write`] writes a file atomically (temp file, fsync, rename, fsync of the
 //!   directory).
 //!
@@ -23,6 +25,7 @@ pub mod error;
 pub mod g2p;
 pub mod io;
 pub mod labelled;
+pub mod pairs;
 pub mod prepare;
 pub mod sentencepiece;
 pub mod signature;

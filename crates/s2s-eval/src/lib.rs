@@ -2,8 +2,9 @@
 //! corpus and sentence BLEU (tokenizers `13a`, `zh`, `intl`, `char`, `none`; smoothing `exp`,
 //! `floor`, `add-k`, `none`; effective order; multiple references) and chrF / chrF++.
 //!
-//! Also: WER/CER/PER/SER error rates ([`corpus_error_counts`]), and accuracy and macro-F1 for
-//! tagging and classification ([`labels`]).
+//! Also: WER/CER/PER/SER error rates ([`corpus_error_counts`]), accuracy and macro-F1 for
+//! tagging and classification ([`labels`]), and ROUGE-N/L/Lsum as Google's `rouge-score`
+//! computes them, with NLTK's Porter stemmer ([`corpus_rouge`]).
 //!
 //! Scores are on sacreBLEU's 0-100 scale. Parity with sacreBLEU 2.5.1/2.6.0 is tested on random
 //! corpora (`tests/sacrebleu_parity.rs`), including Python's notions of whitespace and
@@ -23,8 +24,10 @@ mod chrf;
 mod error_rate;
 mod files;
 pub mod labels;
+mod porter;
 mod pystr;
 mod report;
+mod rouge;
 mod tokenizer;
 
 use std::path::PathBuf;
@@ -37,7 +40,11 @@ pub use chrf::{ChrfConfig, ChrfScore, corpus_chrf, segment_chrf_stats, sentence_
 pub use error_rate::{ErrorCounts, Units, corpus_error_counts};
 pub use files::{EvalInputs, load_inputs, read_lines};
 pub use labels::{LabelScores, LabelStat, label_scores};
+pub use porter::stem as porter_stem;
 pub use report::{EvalOptions, EvalReport, Metric, evaluate};
+pub use rouge::{
+    CorpusRouge, RougeConfig, RougeScore, RougeType, corpus_rouge, rouge_tokenize, sentence_rouge,
+};
 pub use tokenizer::Tokenize;
 
 /// This crate's version, used in signatures as `version:s2s-<version>`.
@@ -58,7 +65,8 @@ pub enum EvalError {
     )]
     UnknownSmooth(String),
     #[error(
-        "unknown metric {0:?} (expected bleu, chrf, chrf++, wer, cer, per, ser, accuracy or f1)"
+        "unknown metric {0:?} (expected bleu, chrf, chrf++, wer, cer, per, ser, accuracy, f1 or \
+         rouge)"
     )]
     UnknownMetric(String),
     #[error("invalid configuration: {0}")]

@@ -7,8 +7,9 @@ use std::str::FromStr;
 use serde_json::{Map, Value, json};
 
 use crate::{
-    BleuConfig, BleuScore, ChrfConfig, ChrfScore, ErrorCounts, EvalError, EvalInputs, LabelScores,
-    Tokenize, Units, corpus_bleu, corpus_chrf, corpus_error_counts, label_scores,
+    BleuConfig, BleuScore, ChrfConfig, ChrfScore, CorpusRouge, ErrorCounts, EvalError, EvalInputs,
+    LabelScores, RougeConfig, Tokenize, Units, corpus_bleu, corpus_chrf, corpus_error_counts,
+    corpus_rouge, label_scores,
 };
 
 /// A corpus-level metric.
@@ -32,6 +33,8 @@ pub enum Metric {
     Accuracy,
     /// `f1`: macro-F1, the unweighted mean of the labels' F1 (tagging, classification)
     F1,
+    /// `rouge`: ROUGE-1, -2, -L and -Lsum (summarisation)
+    Rouge,
 }
 
 impl Metric {
@@ -47,11 +50,12 @@ impl Metric {
             Metric::Ser => "ser",
             Metric::Accuracy => "accuracy",
             Metric::F1 => "f1",
+            Metric::Rouge => "rouge",
         }
     }
 
     /// Every metric, in the order reports list them.
-    pub const ALL: [Metric; 9] = [
+    pub const ALL: [Metric; 10] = [
         Metric::Bleu,
         Metric::Chrf,
         Metric::ChrfPlusPlus,
@@ -61,6 +65,7 @@ impl Metric {
         Metric::Ser,
         Metric::Accuracy,
         Metric::F1,
+        Metric::Rouge,
     ];
 
     /// How it is printed.
@@ -75,6 +80,7 @@ impl Metric {
             Metric::Ser => "SER",
             Metric::Accuracy => "accuracy",
             Metric::F1 => "macro-F1",
+            Metric::Rouge => "ROUGE",
         }
     }
 }
@@ -86,7 +92,7 @@ impl fmt::Display for Metric {
 }
 
 /// Case-insensitive: `bleu`, `chrf`, `chrf++` (also `chrfpp`), `wer`, `cer`, `per`, `ser`,
-/// `accuracy` (also `acc`), `f1` (also `macro-f1`).
+/// `accuracy` (also `acc`), `f1` (also `macro-f1`), `rouge`.
 impl FromStr for Metric {
     type Err = EvalError;
 
@@ -101,18 +107,21 @@ impl FromStr for Metric {
             "ser" => Ok(Metric::Ser),
             "accuracy" | "acc" => Ok(Metric::Accuracy),
             "f1" | "macro-f1" => Ok(Metric::F1),
+            "rouge" => Ok(Metric::Rouge),
             _ => Err(EvalError::UnknownMetric(s.to_owned())),
         }
     }
 }
 
 /// What [`evaluate`] computes: the requested metrics with sacreBLEU's defaults, the given BLEU
-/// tokenizer and optional lowercasing (for every metric).
+/// tokenizer and optional lowercasing (for every metric; ROUGE always lowercases), and ROUGE's
+/// settings.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EvalOptions {
     pub tokenize: Tokenize,
     pub lowercase: bool,
     pub metrics: Vec<Metric>,
+    pub rouge: RougeConfig,
 }
 
 impl Default for EvalOptions {
@@ -121,6 +130,7 @@ impl Default for EvalOptions {
             tokenize: Tokenize::ThirteenA,
             lowercase: false,
             metrics: vec![Metric::Bleu, Metric::Chrf],
+            rouge: RougeConfig::default(),
         }
     }
 }
@@ -137,6 +147,7 @@ pub struct EvalReport {
     pub labels: Option<LabelScores>,
     /// Which of `accuracy` and `f1` were requested, in the order asked.
     pub label_metrics: Vec<Metric>,
+    pub rouge: Option<CorpusRouge>,
 }
 
 /// Scores `inputs` with every metric in `opts.metrics`.
@@ -148,6 +159,7 @@ pub fn evaluate(inputs: &EvalInputs, opts: &EvalOptions) -> Result<EvalReport, E
         error_rates: Vec::new(),
         labels: None,
         label_metrics: Vec::new(),
+        rouge: None,
     };
     for &metric in &opts.metrics {
         match metric {
@@ -207,6 +219,9 @@ pub fn evaluate(inputs: &EvalInputs, opts: &EvalOptions) -> Result<EvalReport, E
                 if !report.label_metrics.contains(&metric) {
                     report.label_metrics.push(metric);
                 }
+            }
+            Metric::Rouge => {
+                report.rouge = Some(corpus_rouge(&inputs.hyps, &inputs.refs, &opts.rouge)?);
             }
         }
     }
@@ -311,6 +326,23 @@ impl EvalReport {
                 obj.insert(metric.name().into(), value);
             }
         }
+        if let Some(r) = &self.rouge {
+            let mut value = Map::new();
+            value.insert("name".into(), json!("ROUGE"));
+            for (t, s) in &r.scores {
+                value.insert(
+                    t.key(),
+                    json!({
+                        "precision": finite(round_to(s.precision, width)),
+                        "recall": finite(round_to(s.recall, width)),
+                        "fmeasure": finite(round_to(s.fmeasure, width)),
+                    }),
+                );
+            }
+            value.insert("stemmer".into(), json!(r.stem));
+            value.insert("segments".into(), json!(r.segments));
+            obj.insert("rouge".into(), Value::Object(value));
+        }
         Value::Object(obj).to_string()
     }
 
@@ -373,6 +405,23 @@ impl EvalReport {
                     out.push_str(&label_table(l, width));
                 }
             }
+        }
+        if let Some(r) = &self.rouge {
+            for (t, s) in &r.scores {
+                out.push_str(&format!(
+                    "{t} = {:.width$} (F; P {:.width$}, R {:.width$})\n",
+                    s.fmeasure, s.precision, s.recall
+                ));
+            }
+            out.push_str(&format!(
+                "ROUGE: mean over {} segments, {}\n",
+                r.segments,
+                if r.stem {
+                    "Porter stemmer"
+                } else {
+                    "no stemmer"
+                }
+            ));
         }
         out
     }
@@ -474,6 +523,30 @@ mod tests {
         assert!(
             err.contains("one reference") && err.contains("fix:"),
             "{err}"
+        );
+    }
+
+    #[test]
+    fn rouge_in_json_and_text() {
+        let opts = EvalOptions {
+            metrics: vec![Metric::Rouge],
+            ..EvalOptions::default()
+        };
+        let report = evaluate(&inputs(&["the cats sat"], &[&["The cat sat down"]]), &opts).unwrap();
+        let json: Value = serde_json::from_str(&report.to_json(2)).unwrap();
+        // Stemmed, 3 of 3 hypothesis words and 3 of 4 reference words match.
+        assert_eq!(json["rouge"]["rouge1"]["precision"], json!(100.0));
+        assert_eq!(json["rouge"]["rouge1"]["recall"], json!(75.0));
+        assert_eq!(json["rouge"]["rougeLsum"]["fmeasure"], json!(85.71));
+        assert_eq!(json["rouge"]["stemmer"], json!(true));
+        let text = report.to_text(2);
+        assert!(
+            text.starts_with("ROUGE-1 = 85.71 (F; P 100.00, R 75.00)\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("mean over 1 segments, Porter stemmer"),
+            "{text}"
         );
     }
 

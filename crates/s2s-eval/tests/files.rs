@@ -162,6 +162,7 @@ fn json_report_has_the_requested_metrics_only() {
         tokenize: Tokenize::Intl,
         lowercase: true,
         metrics: vec![Metric::ChrfPlusPlus],
+        ..EvalOptions::default()
     };
     let report = evaluate(&inputs, &opts).unwrap();
     let json: serde_json::Value = serde_json::from_str(&report.to_json(4)).unwrap();

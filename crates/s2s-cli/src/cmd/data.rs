@@ -1,10 +1,12 @@
 //! `s2s data`: benchmark corpora. The fetching and checking is in `crate::datasets`; splitting a
-//! pronouncing dictionary is `s2s_data::g2p`.
+//! pronouncing dictionary is `s2s_data::g2p`, the summarisation and dialogue corpora
+//! `s2s_data::pairs`.
 
 use anyhow::Result;
 use std::path::PathBuf;
 
-/// Get benchmark corpora, and turn a pronouncing dictionary into G2P files.
+/// Get benchmark corpora, and turn a pronouncing dictionary, summaries or dialogues into
+/// source and target files.
 #[derive(clap::Args)]
 pub struct DataArgs {
     #[command(subcommand)]
@@ -17,6 +19,87 @@ pub enum DataCommand {
     Get(GetArgs),
     /// Split a CMUdict-format pronouncing dictionary into grapheme-to-phoneme text files.
     G2p(G2pArgs),
+    /// Write a summarisation or dialogue corpus (AESLC, SciTLDR, CamRest676) as source and
+    /// target text files.
+    Pairs(PairsArgs),
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+pub enum PairsCorpus {
+    /// AESLC (email -> subject line; CC BY-NC-SA 4.0, research and teaching only): the
+    /// train/dev/test.jsonl of ../shared/data/aeslc.
+    Aeslc,
+    /// SciTLDR-A (abstract -> one-sentence TLDR; Apache-2.0): train/dev/test.jsonl.
+    Scitldr,
+    /// CamRest676 (dialogue history -> system turn): CamRest676.json.
+    Camrest676,
+}
+
+/// Write a summarisation or dialogue corpus as source and target text files.
+///
+/// Writes train.src/train.tgt, valid.src/valid.tgt and test.src, test.tgt, test.tgt.2, ... (one
+/// file per reference: an empty line where an example has fewer), each example on one line with
+/// its whitespace runs made single spaces:
+///
+/// - aeslc: email body -> subject; valid and test score against the three annotations
+///   (ann0-ann2), as the AESLC paper does;
+/// - scitldr: the abstract's sentences -> a TLDR; training has one pair per TLDR, valid and test
+///   every TLDR of a paper as its references;
+/// - camrest676: the dialogue so far (user and system turns, tagged `<usr>` and `<sys>`, the
+///   last --history of them) -> the system's next turn; dialogues in file order split 3:1:1
+///   as Sequicity does (405 / 135 / 136).
+///
+/// Then `s2s prepare --train-src OUT/train.src --train-tgt OUT/train.tgt --valid-src ...`, and
+/// `s2s eval --metrics rouge --ref OUT/test.tgt --ref OUT/test.tgt.2 ...`.
+#[derive(clap::Args)]
+pub struct PairsArgs {
+    /// The corpus.
+    pub corpus: PairsCorpus,
+    /// Its folder (e.g. ../shared/data/aeslc).
+    #[arg(long)]
+    pub from: PathBuf,
+    /// Folder to write the files into.
+    #[arg(long)]
+    pub out: PathBuf,
+    /// camrest676: keep the last N utterances (user and system together) of the history; 0
+    /// keeps the whole dialogue so far.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub history: usize,
+}
+
+fn pairs(args: PairsArgs) -> Result<()> {
+    use s2s_data::pairs::{Corpus, HistoryFormat, read_corpus, write_splits};
+    let corpus = match args.corpus {
+        PairsCorpus::Aeslc => Corpus::Aeslc,
+        PairsCorpus::Scitldr => Corpus::Scitldr,
+        PairsCorpus::Camrest676 => Corpus::Camrest676,
+    };
+    let history = HistoryFormat {
+        turns: args.history,
+        ..HistoryFormat::default()
+    };
+    let splits = read_corpus(corpus, &args.from, &history)?;
+    for p in write_splits(&splits, &args.out)? {
+        println!("{}", p.display());
+    }
+    let counts: Vec<String> = splits
+        .iter()
+        .map(|s| {
+            format!(
+                "{} {} examples ({} reference file(s))",
+                s.name,
+                s.examples.len(),
+                s.references()
+            )
+        })
+        .collect();
+    eprintln!(
+        "{} from {}: {}",
+        corpus.name(),
+        args.from.display(),
+        counts.join(", ")
+    );
+    Ok(())
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -131,6 +214,7 @@ fn g2p(args: G2pArgs) -> Result<()> {
 pub fn run(args: DataArgs) -> Result<()> {
     match args.command {
         DataCommand::G2p(g) => g2p(g),
+        DataCommand::Pairs(p) => pairs(p),
         DataCommand::Get(get) => {
             let corpus = get.dataset.corpus();
             for p in crate::datasets::get(corpus, &get.out, get.from.as_deref())? {

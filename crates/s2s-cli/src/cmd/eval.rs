@@ -1,15 +1,16 @@
 //! `s2s eval`: score a hypothesis file against references with sacreBLEU-compatible BLEU and
-//! chrF, edit-distance error rates, and label accuracy and macro-F1. Argument parsing and
-//! printing only; the work is in `s2s-eval`.
+//! chrF, edit-distance error rates, label accuracy and macro-F1, and ROUGE. Argument parsing
+//! and printing only; the work is in `s2s-eval`.
 
 use std::path::PathBuf;
 
-use s2s_eval::{EvalOptions, Metric, Tokenize};
+use s2s_eval::{EvalOptions, Metric, RougeConfig, Tokenize};
 
 /// Score a hypothesis file against one or more references with BLEU, chrF and chrF++,
 /// computed exactly as sacreBLEU 2.x computes them, and with error rates (WER and CER as jiwer
 /// computes them; PER and SER for grapheme-to-phoneme), and for tagging and classification with
-/// label accuracy and macro-F1 (as scikit-learn computes them).
+/// label accuracy and macro-F1 (as scikit-learn computes them), and for summaries with ROUGE
+/// (as Google's rouge-score computes it).
 ///
 /// Files are UTF-8, one segment per line; every file must have the same number of lines. An
 /// empty hypothesis file scores 0. Signatures follow sacreBLEU's but name this tool's version
@@ -42,7 +43,9 @@ pub struct EvalArgs {
     /// empty line in the second and later files means "no further reference". accuracy and
     /// f1 take one --ref; each line holds whitespace-separated labels (one per token for
     /// tagging, one for classification), and a hypothesis line must have as many as its
-    /// reference line.
+    /// reference line. rouge gives ROUGE-1, -2, -L and -Lsum (F-measure, precision, recall),
+    /// each the mean over lines of the best score against the line's references; it
+    /// lowercases and (unless --no-rouge-stemmer) stems with Porter's algorithm.
     #[arg(
         long,
         short = 'm',
@@ -52,8 +55,20 @@ pub struct EvalArgs {
     )]
     pub metrics: Vec<Metric>,
 
+    /// ROUGE without the Porter stemmer (rouge-score's use_stemmer=False; the default stems,
+    /// as ROUGE-1.5.5 -m and most summarisation papers do).
+    #[arg(long)]
+    pub no_rouge_stemmer: bool,
+
+    /// Sentence separator for ROUGE-Lsum within a line (e.g. "<n>"): rouge-score splits a
+    /// summary into sentences at newlines, which a one-summary-per-line file cannot hold.
+    /// Without it each line is one sentence and ROUGE-Lsum equals ROUGE-L.
+    #[arg(long, value_name = "STR")]
+    pub rouge_sentence_sep: Option<String>,
+
     /// Print a single JSON object with one key per metric ("bleu", "chrf", "chrf++", "wer",
-    /// ..., "accuracy", "f1" with its "labels" table) instead of the human-readable summary.
+    /// ..., "accuracy", "f1" with its "labels" table, "rouge" with "rouge1", "rouge2",
+    /// "rougeL" and "rougeLsum") instead of the human-readable summary.
     #[arg(long)]
     pub json: bool,
 
@@ -75,6 +90,11 @@ pub fn run(args: EvalArgs) -> anyhow::Result<()> {
         tokenize: args.tokenize,
         lowercase: args.lowercase,
         metrics: args.metrics,
+        rouge: RougeConfig {
+            stem: !args.no_rouge_stemmer,
+            sentence_sep: args.rouge_sentence_sep,
+            ..RougeConfig::default()
+        },
     };
     let report = s2s_eval::evaluate(&inputs, &opts).map_err(|e| match e {
         // The error knows the line; the files are known here.
