@@ -186,6 +186,15 @@ fn same(ours: [f64; 3], want: &[f64]) -> bool {
             .all(|(a, b)| (a - b).abs() <= 4.0 * f64::EPSILON * b.abs().max(1e-300))
 }
 
+/// A JSON list of numbers.
+fn floats(v: &Value) -> Vec<f64> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_f64().unwrap())
+        .collect()
+}
+
 #[test]
 fn stemmer_matches_nltk() {
     let words = words();
@@ -230,12 +239,7 @@ fn scores_match_rouge_score() {
         for (i, want) in case["segments"].as_array().unwrap().iter().enumerate() {
             let ours = sentence_rouge(&hyps[i], &refs[i], &cfg);
             for (k, (s, want)) in ours.iter().zip(want.as_array().unwrap()).enumerate() {
-                let want: Vec<f64> = want
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .map(|x| x.as_f64().unwrap())
-                    .collect();
+                let want = floats(want);
                 assert!(
                     same([s.precision, s.recall, s.fmeasure], &want),
                     "{:?} vs {want:?}: {:?} of {:?} against {:?} (stem {})",
@@ -250,12 +254,7 @@ fn scores_match_rouge_score() {
         }
         let corpus = corpus_rouge(&hyps, &streams, &cfg).unwrap();
         for ((_, s), want) in corpus.scores.iter().zip(case["means"].as_array().unwrap()) {
-            let want: Vec<f64> = want
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|x| x.as_f64().unwrap())
-                .collect();
+            let want = floats(want);
             assert!(
                 same([s.precision, s.recall, s.fmeasure], &want),
                 "{s:?} vs {want:?}"
