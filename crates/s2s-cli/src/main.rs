@@ -30,6 +30,8 @@ enum Command {
     Translate(cmd::translate::TranslateArgs),
     /// Score a hypothesis file against one or more references (sacreBLEU-compatible).
     Eval(cmd::eval::EvalArgs),
+    /// Output a simple baseline to score beside a model (`s2s baseline lead|retrieval`).
+    Baseline(cmd::baseline::BaselineArgs),
     /// Score references with a model: teacher-forced log-probabilities and perplexity.
     Score(cmd::score::ScoreArgs),
     /// Start the HTTP API and the web page (with attention heatmaps) for a trained model.
@@ -59,6 +61,7 @@ fn main() {
         Command::Train(args) => cmd::train::run(args),
         Command::Translate(args) => cmd::translate::run(args),
         Command::Eval(args) => cmd::eval::run(args),
+        Command::Baseline(args) => cmd::baseline::run(args),
         Command::Score(args) => cmd::score::run(args),
         Command::Serve(args) => cmd::serve::run(args),
         Command::Average(args) => cmd::average::run(args),

@@ -4,7 +4,8 @@
 //!
 //! Also: WER/CER/PER/SER error rates ([`corpus_error_counts`]), accuracy and macro-F1 for
 //! tagging and classification ([`labels`]), and ROUGE-N/L/Lsum as Google's `rouge-score`
-//! computes them, with NLTK's Porter stemmer ([`corpus_rouge`]).
+//! computes them, with NLTK's Porter stemmer ([`corpus_rouge`]); and the simple baselines those
+//! scores are read against ([`baseline`]: Lead-N, retrieval).
 //!
 //! Scores are on sacreBLEU's 0-100 scale. Parity with sacreBLEU 2.5.1/2.6.0 is tested on random
 //! corpora (`tests/sacrebleu_parity.rs`), including Python's notions of whitespace and
@@ -19,6 +20,7 @@
 //! assert!((bleu.score - 100.0).abs() < 1e-9 && (chrf.score - 100.0).abs() < 1e-9);
 //! ```
 
+pub mod baseline;
 mod bleu;
 mod chrf;
 mod error_rate;

@@ -1,5 +1,6 @@
 //! One module per subcommand.
 pub mod average;
+pub mod baseline;
 pub mod bench;
 pub mod convert;
 pub mod data;
