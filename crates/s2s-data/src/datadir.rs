@@ -91,6 +91,10 @@ pub struct DataOptions {
     pub joint: bool,
     /// Training pairs with more tokens than this on either side were dropped; 0: no limit.
     pub max_len: usize,
+    /// Every source, in every split and at inference, keeps its first this many tokens; 0: all
+    /// of them ([`DataOptions::truncate_source`]).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub max_src_tokens: usize,
     pub clean: CleanConfig,
     /// Whether the side was treated as Chinese (for `clean.zh_script`).
     pub src_is_chinese: bool,
@@ -99,6 +103,23 @@ pub struct DataOptions {
     pub src_lang: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tgt_lang: Option<String>,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+impl DataOptions {
+    /// Cuts encoded source `ids` to [`DataOptions::max_src_tokens`]: the one place where
+    /// `prepare`, training and inference agree on what the model sees of a long input. Returns
+    /// whether anything was cut.
+    pub fn truncate_source(&self, ids: &mut Vec<u32>) -> bool {
+        let cut = self.max_src_tokens > 0 && ids.len() > self.max_src_tokens;
+        if cut {
+            ids.truncate(self.max_src_tokens);
+        }
+        cut
+    }
 }
 
 /// Both tokenizers.
@@ -157,6 +178,10 @@ pub struct SplitStats {
     pub length_filtered: bool,
     /// Pairs over `max_len` that were kept because the split is not length-filtered.
     pub over_max_len_kept: usize,
+    /// Kept pairs whose source was cut to `max_src_tokens` (counted before the cut; its
+    /// tokens are counted after).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub src_truncated: usize,
     /// Source lines changed by cleaning (among all pairs read).
     pub src_changed: usize,
     /// Target lines changed by cleaning (among all pairs read).
@@ -223,6 +248,9 @@ pub struct EncodedSplit {
     pub tgt: Vec<Vec<u32>>,
     /// The vocabulary's special ids, which batches add.
     pub specials: Specials,
+    /// For a copy model ([`DataDir::encode_copy`]), each source's pieces behind its ids past the
+    /// vocabulary; empty otherwise.
+    pub src_words: Vec<crate::SourceWords>,
 }
 
 impl EncodedSplit {
@@ -241,6 +269,11 @@ impl EncodedSplit {
             .zip(&self.tgt)
             .map(|(x, y)| (x.len(), y.len()))
             .collect()
+    }
+
+    /// The pieces behind source `i`'s ids past the vocabulary (none without copying).
+    pub fn words(&self, i: usize) -> &[String] {
+        self.src_words.get(i).map_or(&[], Vec::as_slice)
     }
 
     /// The padded batch of the pairs at `indices`.
@@ -281,7 +314,11 @@ impl DataDir {
             src: text
                 .src
                 .iter()
-                .map(|s| self.src_tokenizer.encode(s))
+                .map(|s| {
+                    let mut ids = self.src_tokenizer.encode(s);
+                    self.meta.options.truncate_source(&mut ids);
+                    ids
+                })
                 .collect(),
             tgt: text
                 .tgt
@@ -289,7 +326,37 @@ impl DataDir {
                 .map(|s| self.tgt_tokenizer.encode(s))
                 .collect(),
             specials: self.specials(),
+            src_words: Vec::new(),
         }
+    }
+
+    /// Encodes a split for a copy model ([`crate::copy`]): unknown source pieces get ids past
+    /// the vocabulary, and target pieces the same ids where their source has them. Needs one
+    /// vocabulary for both sides.
+    pub fn encode_copy(&self, text: &ParallelText) -> Result<EncodedSplit> {
+        if !self.src_tokenizer.shares_memory_with(&self.tgt_tokenizer) {
+            return Err(DataError::Config(format!(
+                "{}: a copy model copies source tokens into the target, which needs one \
+                 vocabulary for both; fix: prepare the data with `s2s prepare --joint`",
+                self.path.display()
+            )));
+        }
+        let mut split = EncodedSplit {
+            src: Vec::with_capacity(text.src.len()),
+            tgt: Vec::with_capacity(text.tgt.len()),
+            specials: self.specials(),
+            src_words: Vec::with_capacity(text.src.len()),
+        };
+        for (s, t) in text.src.iter().zip(&text.tgt) {
+            let (mut ids, words) = self.src_tokenizer.encode_source_copy(s);
+            self.meta.options.truncate_source(&mut ids);
+            split
+                .tgt
+                .push(self.tgt_tokenizer.encode_target_copy(t, &words));
+            split.src.push(ids);
+            split.src_words.push(words);
+        }
+        Ok(split)
     }
 
     /// The special ids of the target vocabulary, which [`load_data_dir`] checks the source

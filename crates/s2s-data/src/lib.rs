@@ -20,6 +20,7 @@
 
 pub mod batch;
 pub mod clean;
+pub mod copy;
 pub mod datadir;
 pub mod error;
 pub mod g2p;
@@ -76,6 +77,7 @@ pub use batch::{
     Batch, BatchConfig, batch_cost, epoch_batches, pair_cost, sequential_batches, sorted_batches,
 };
 pub use clean::{CleanConfig, clean_line};
+pub use copy::SourceWords;
 pub use datadir::{
     DATA_TOML, DataDir, DataOptions, DataToml, EncodedSplit, ParallelText, SRC_TOKENIZER_FILE,
     SourceFile, SplitName, SplitStats, SplitsInfo, TGT_TOKENIZER_FILE, TokenizerInfo,

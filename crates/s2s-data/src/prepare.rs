@@ -11,6 +11,11 @@
 //!
 //! The tokenizers are trained on the cleaned training split before length filtering.
 //!
+//! Long inputs: with `max_src_tokens` every source keeps its first that many tokens, in every
+//! split, at training and at inference alike ([`crate::DataOptions::truncate_source`]); the
+//! files keep the whole text, the cut pairs are counted (`src_truncated`), and the length filter
+//! measures the cut source.
+//!
 //! Tasks ([`Task`]): translation reads parallel text or TSV. Tagging reads CoNLL-U or
 //! `token/TAG` files ([`crate::labelled`]) and needs `split` tokenizers on both sides, so that
 //! every word and every tag is one token; each pair must have as many tags as tokens after
@@ -104,6 +109,8 @@ pub struct PrepareConfig {
     pub joint: bool,
     /// Maximum tokens per side in the training split; 0 disables the filter.
     pub max_len: usize,
+    /// Keep the first this many tokens of every source (all splits, and at inference); 0: all.
+    pub max_src_tokens: usize,
     /// Minimum frequency; `None`: 2 for `bpe` merges and for a source with signatures, 1 for
     /// `char`/`word`/`split`. Not applied to the label side of a task ([`Task::label_side`]).
     pub min_freq: Option<u64>,
@@ -133,6 +140,7 @@ impl PrepareConfig {
             tokenizers_from: None,
             joint: false,
             max_len: DEFAULT_MAX_LEN,
+            max_src_tokens: 0,
             min_freq: None,
             unk_signatures: None,
             clean: CleanConfig::default(),
@@ -383,12 +391,11 @@ fn clean_split(
 /// unknown label came from.
 fn length_pass(
     split: &mut CleanSplit,
-    src_tok: &TextTokenizer,
-    tgt_tok: &TextTokenizer,
-    max_len: usize,
+    (src_tok, tgt_tok): (&TextTokenizer, &TextTokenizer),
+    options: &DataOptions,
     filter: bool,
-    task: Task,
 ) -> Result<(Pairs, Option<String>)> {
+    let (max_len, task) = (options.max_len, options.task);
     let stats = &mut split.stats;
     stats.length_filtered = filter && max_len > 0;
     let unk = tgt_tok.specials().unk;
@@ -398,7 +405,8 @@ fn length_pass(
         .into_iter()
         .zip(&split.origin)
     {
-        let src_ids = src_tok.encode(&s);
+        let mut src_ids = src_tok.encode(&s);
+        let truncated = options.truncate_source(&mut src_ids);
         let tgt_ids = tgt_tok.encode(&t);
         let (ls, lt) = (src_ids.len(), tgt_ids.len());
         if task == Task::Tagging && ls != lt {
@@ -432,6 +440,7 @@ fn length_pass(
             }
         }
         stats.over_max_len_kept += usize::from(over);
+        stats.src_truncated += usize::from(truncated);
         stats.src_tokens += ls;
         stats.tgt_tokens += lt;
         kept.push((s, t));
@@ -605,6 +614,12 @@ pub fn prepare(cfg: &PrepareConfig, progress: &dyn Fn(&str)) -> Result<DataToml>
         crate::zh::check_available(script)?;
     }
     let task = cfg.task;
+    if cfg.max_src_tokens > 0 && task != Task::Translation && task != Task::Classification {
+        return Err(DataError::Config(format!(
+            "--max-src-tokens cuts long text sources, but a {task} source must stay whole (one \
+             tag per token, or a condition of labels); fix: drop --max-src-tokens"
+        )));
+    }
     for (name, source) in [
         (SplitName::Train, Some(&cfg.train)),
         (SplitName::Valid, cfg.valid.as_ref()),
@@ -683,6 +698,27 @@ pub fn prepare(cfg: &PrepareConfig, progress: &dyn Fn(&str)) -> Result<DataToml>
         signatures: false,
     };
 
+    let options = DataOptions {
+        task,
+        src_tokenizer: src_kind,
+        tgt_tokenizer: tgt_kind,
+        vocab_size: cfg.vocab_size,
+        src_min_freq: src_spec.min_freq,
+        tgt_min_freq: if cfg.joint {
+            src_spec.min_freq
+        } else {
+            tgt_spec.min_freq
+        },
+        joint: cfg.joint,
+        max_len: cfg.max_len,
+        max_src_tokens: cfg.max_src_tokens,
+        clean: cfg.clean,
+        src_is_chinese: src_zh,
+        tgt_is_chinese: tgt_zh,
+        src_lang: cfg.src_lang.clone(),
+        tgt_lang: cfg.tgt_lang.clone(),
+    };
+
     // Clean.
     let mut cleaned: Vec<CleanSplit> = Vec::new();
     for (name, raw) in raws {
@@ -732,7 +768,7 @@ pub fn prepare(cfg: &PrepareConfig, progress: &dyn Fn(&str)) -> Result<DataToml>
         progress(&format!("measuring the {name} split"));
         let is_train = name == SplitName::Train;
         let (kept, first_unknown) =
-            length_pass(&mut split, &src_tok, &tgt_tok, cfg.max_len, is_train, task)?;
+            length_pass(&mut split, (&src_tok, &tgt_tok), &options, is_train)?;
         if is_train && let Some(first) = first_unknown {
             let n = split.stats.unknown_labels.unwrap_or(0);
             let side = match label_side {
@@ -813,25 +849,7 @@ pub fn prepare(cfg: &PrepareConfig, progress: &dyn Fn(&str)) -> Result<DataToml>
     let record = DataToml {
         format_version: FORMAT_VERSION,
         created_by: format!("s2s-data {}", env!("CARGO_PKG_VERSION")),
-        options: DataOptions {
-            task,
-            src_tokenizer: src_kind,
-            tgt_tokenizer: tgt_kind,
-            vocab_size: cfg.vocab_size,
-            src_min_freq: src_spec.min_freq,
-            tgt_min_freq: if cfg.joint {
-                src_spec.min_freq
-            } else {
-                tgt_spec.min_freq
-            },
-            joint: cfg.joint,
-            max_len: cfg.max_len,
-            clean: cfg.clean,
-            src_is_chinese: src_zh,
-            tgt_is_chinese: tgt_zh,
-            src_lang: cfg.src_lang.clone(),
-            tgt_lang: cfg.tgt_lang.clone(),
-        },
+        options,
         tokenizers: TokenizersInfo {
             src: TokenizerInfo {
                 file: SRC_TOKENIZER_FILE.to_owned(),

@@ -382,6 +382,9 @@ impl std::fmt::Debug for TextTokenizer {
     }
 }
 
+/// A byte range `(start, end)` of a text.
+pub(crate) type Span = (usize, usize);
+
 /// Marian's names of its specials.
 pub const MARIAN_EOS: &str = "</s>";
 pub const MARIAN_UNK: &str = "<unk>";
@@ -671,17 +674,28 @@ impl TextTokenizer {
 
     /// The ids of `text` segmented by the model, as ordinary text; none for whitespace.
     fn segment(&self, text: &str) -> Result<Vec<u32>> {
+        Ok(self.segment_spans(text)?.0)
+    }
+
+    /// [`TextTokenizer::segment`], with the byte span of `text` each id came from.
+    pub(crate) fn segment_spans(&self, text: &str) -> Result<(Vec<u32>, Vec<Span>)> {
         if text.trim().is_empty() {
-            return Ok(Vec::new());
+            return Ok((Vec::new(), Vec::new()));
         }
         let enc = self
             .encoder
             .encode(text, false)
             .map_err(|e| tok_err("encoding", e))?;
+        let spans = enc.get_offsets().to_vec();
+        Ok((self.map_ids(&enc, text), spans))
+    }
+
+    /// The ids of an encoding as ordinary text gives them (see [`TextTokenizer`]).
+    fn map_ids(&self, enc: &tokenizers::Encoding, text: &str) -> Vec<u32> {
         let unk = self.specials.unk;
         if self.signatures {
             // `split` pieces are the whitespace-separated items, one id each.
-            return Ok(enc
+            return enc
                 .get_ids()
                 .iter()
                 .zip(text.split_whitespace())
@@ -693,10 +707,9 @@ impl TextTokenizer {
                     id if self.is_reserved(id) => unk,
                     id => id,
                 })
-                .collect());
+                .collect();
         }
-        Ok(enc
-            .get_ids()
+        enc.get_ids()
             .iter()
             .zip(enc.get_tokens())
             .map(|(&id, piece)| {
@@ -715,7 +728,7 @@ impl TextTokenizer {
                 }
                 id
             })
-            .collect())
+            .collect()
     }
 
     /// The token ids of `text`, without `<bos>`/`<eos>`. Unknown pieces map to the unknown id.
@@ -740,12 +753,13 @@ impl TextTokenizer {
     /// spaces are trimmed (cleaned text has none, so round trips are exact). Without a decoder
     /// (`split`) the tokens are joined with single spaces, as Hugging Face's `decode` joins them.
     pub fn decode(&self, ids: &[u32]) -> String {
+        self.decode_pieces(ids.iter().filter_map(|&id| self.piece(id)))
+    }
+
+    /// The text of raw pieces (special tokens skipped), as [`TextTokenizer::decode`] gives it.
+    pub(crate) fn decode_pieces(&self, pieces: impl Iterator<Item = String>) -> String {
         let added = self.inner.get_added_vocabulary();
-        let pieces: Vec<String> = ids
-            .iter()
-            .filter_map(|&id| self.piece(id))
-            .filter(|p| !added.is_special_token(p))
-            .collect();
+        let pieces: Vec<String> = pieces.filter(|p| !added.is_special_token(p)).collect();
         let text = match self.inner.get_decoder() {
             Some(decoder) => {
                 use tokenizers::Decoder;

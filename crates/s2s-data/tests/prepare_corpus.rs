@@ -166,6 +166,72 @@ fn prepare_from_the_tsv_source_file() {
     assert_eq!(data.train.tgt[0], "嗨。");
 }
 
+#[test]
+fn max_src_tokens_cuts_every_split_and_is_recorded() {
+    let d = tempfile::tempdir().unwrap();
+    let tr_en = slice_to(d.path(), "train.en", "train.en", 0, 800);
+    slice_to(d.path(), "train.zh", "train.zh", 0, 800);
+    let va_en = slice_to(d.path(), "valid.en", "valid.en", 0, 100);
+    let va_zh = slice_to(d.path(), "valid.zh", "valid.zh", 0, 100);
+    let whole_dir = d.path().join("whole");
+    let cut_dir = d.path().join("cut");
+    let mut cfg = cfg_for(&tr_en, &whole_dir);
+    cfg.valid = Some(CorpusSource::Parallel {
+        src: va_en,
+        tgt: va_zh,
+    });
+    // A limit that only the longer sentences pass, and that --max-len must not see past.
+    cfg.max_len = 6;
+    let whole = prepare(&cfg, &|_| {}).unwrap();
+    cfg.max_src_tokens = 6;
+    cfg.out = cut_dir.clone();
+    let cut = prepare(&cfg, &|_| {}).unwrap();
+    assert_eq!(cut.options.max_src_tokens, 6);
+    assert_eq!(whole.options.max_src_tokens, 0);
+
+    let whole = load_data_dir(&whole_dir).unwrap();
+    let data = load_data_dir(&cut_dir).unwrap();
+    assert_eq!(
+        data.meta.options.max_src_tokens, 6,
+        "read back from data.toml"
+    );
+    // Same tokenizer (same training text); the files keep the whole text.
+    let valid = data.valid.as_ref().unwrap();
+    assert_eq!(valid.src, whole.valid.as_ref().unwrap().src);
+    let full: Vec<Vec<u32>> = valid
+        .src
+        .iter()
+        .map(|s| data.src_tokenizer.encode(s))
+        .collect();
+    let enc = data.encode(valid);
+    let mut truncated = 0;
+    for (ids, full) in enc.src.iter().zip(&full) {
+        assert_eq!(ids[..], full[..full.len().min(6)]);
+        truncated += usize::from(full.len() > 6);
+    }
+    assert!(truncated > 10, "the limit cuts some sources ({truncated})");
+    let stats = data.meta.splits.valid.as_ref().unwrap();
+    assert_eq!(stats.src_truncated, truncated);
+    assert_eq!(
+        stats.src_tokens,
+        enc.src.iter().map(Vec::len).sum::<usize>()
+    );
+    // The length filter measures the cut source: only long targets drop pairs now.
+    let train = &data.meta.splits.train;
+    assert!(train.src_truncated > 0);
+    assert!(train.dropped_too_long < whole.meta.splits.train.dropped_too_long);
+
+    // Tagging keeps one tag per token: no cutting.
+    let mut tagging = cfg_for(&tr_en, &d.path().join("tagging"));
+    tagging.task = s2s_data::Task::Tagging;
+    tagging.max_src_tokens = 6;
+    let err = prepare(&tagging, &|_| {}).unwrap_err().to_string();
+    assert!(
+        err.contains("--max-src-tokens") && err.contains("fix:"),
+        "{err}"
+    );
+}
+
 fn true_nfkc() -> s2s_data::CleanConfig {
     s2s_data::CleanConfig {
         nfkc: true,

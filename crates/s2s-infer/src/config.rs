@@ -293,6 +293,13 @@ impl RunConfig {
         self.model
             .check_vocab(self.src_vocab, self.tgt_vocab)
             .map_err(|e| format!("[model] {e}"))?;
+        if self.model.copies() && self.train.teacher_forcing < 1.0 {
+            return Err(format!(
+                "[train] teacher_forcing = {} feeds the model its own predictions, which a copy \
+                 model does not support; set teacher_forcing = 1.0 or [model] copy = false",
+                self.train.teacher_forcing
+            ));
+        }
         self.train.validate()
     }
 }

@@ -42,6 +42,7 @@ pub fn quantize(model_dir: &Path, out: &Path, force: bool) -> Result<Quantized, 
     let run = model_dir::read_run_config(model_dir)?;
     let float = model_dir::float_weights(model_dir, "quantising")?;
     let family = match &run.model {
+        s2s_models::ModelConfig::Transformer(t) if t.copy => Some("a copy model"),
         s2s_models::ModelConfig::Transformer(_) => None,
         s2s_models::ModelConfig::Rnn(_) => Some("a recurrent model"),
         s2s_models::ModelConfig::ConvS2S(_) => Some("a ConvS2S model"),
@@ -49,7 +50,7 @@ pub fn quantize(model_dir: &Path, out: &Path, force: bool) -> Result<Quantized, 
     };
     if let Some(family) = family {
         return Err(InferError::Config(format!(
-            "{} holds {family}: int8 inference covers the Transformer, so translate it in f32 as it is",
+            "{} holds {family}: int8 inference covers the Transformer without copying, so translate it in f32 as it is",
             model_dir.display()
         )));
     }

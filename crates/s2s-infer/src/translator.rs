@@ -170,10 +170,43 @@ impl Translator {
     /// ordinary text: `<eos>`, `<pad>` and the like in it never become control tokens (see
     /// [`s2s_data::TextTokenizer`]). Empty or whitespace-only text gives no ids (or only the
     /// target-language tag put in front of it), a blank source that [`Translator::search`]
-    /// translates to the empty hypothesis.
+    /// translates to the empty hypothesis. A source longer than the corpus's `max_src_tokens`
+    /// keeps its first that many tokens, as in training.
+    /// A copy model's unknown source pieces get ids past the vocabulary ([`s2s_data::copy`]).
     pub fn encode(&self, text: &str) -> Vec<u32> {
         let l = &self.loaded;
-        Self::clean_and_encode(l, text, l.data.options.src_is_chinese, &l.src_tokenizer)
+        let mut ids = if self.copies() {
+            l.src_tokenizer
+                .encode_source_copy(&self.clean_source(text))
+                .0
+        } else {
+            l.src_tokenizer.encode(&self.clean_source(text))
+        };
+        l.data.options.truncate_source(&mut ids);
+        ids
+    }
+
+    /// Whether the model copies from the source ([`s2s_models::copy`]).
+    pub fn copies(&self) -> bool {
+        self.loaded.model.copy_gate().is_some()
+    }
+
+    /// The pieces behind the ids past the vocabulary that [`Translator::encode`] gives `text`
+    /// (none unless the model copies).
+    pub fn source_words(&self, text: &str) -> s2s_data::SourceWords {
+        if !self.copies() {
+            return Vec::new();
+        }
+        let l = &self.loaded;
+        l.src_tokenizer
+            .encode_source_copy(&self.clean_source(text))
+            .1
+    }
+
+    /// `text` cleaned as the corpus's source side was.
+    fn clean_source(&self, text: &str) -> String {
+        let options = &self.loaded.data.options;
+        s2s_data::clean_line(text, &options.clean, options.src_is_chinese)
     }
 
     /// `text` cleaned as the corpus side was, then encoded with that side's tokenizer.
@@ -223,7 +256,21 @@ impl Translator {
         let pairs: Vec<(Vec<u32>, Vec<u32>)> = sources
             .iter()
             .zip(refs)
-            .map(|(s, r)| (self.encode(s), self.encode_target(r)))
+            .map(|(s, r)| {
+                let target = if self.copies() {
+                    let l = &self.loaded;
+                    let clean = s2s_data::clean_line(
+                        r,
+                        &l.data.options.clean,
+                        l.data.options.tgt_is_chinese,
+                    );
+                    l.tgt_tokenizer
+                        .encode_target_copy(&clean, &self.source_words(s))
+                } else {
+                    self.encode_target(r)
+                };
+                (self.encode(s), target)
+            })
             .collect();
         let l = &self.loaded;
         if let Some(labeller) = l.model.as_labeller() {
@@ -253,9 +300,10 @@ impl Translator {
         ))
     }
 
-    /// Target ids back to text.
-    pub fn decode(&self, tokens: &[u32]) -> String {
-        self.loaded.tgt_tokenizer.decode(tokens)
+    /// Target ids back to text; `words` are the source's ([`Translator::source_words`]), which
+    /// a copy model's ids past the vocabulary stand for.
+    pub fn decode(&self, tokens: &[u32], words: &[String]) -> String {
+        self.loaded.tgt_tokenizer.decode_copied(tokens, words)
     }
 
     /// Whether `src` is blank: no ids, or only target-language tags (the encoding of an empty
@@ -382,9 +430,10 @@ impl Translator {
         Ok(self
             .search(&self.encode_all(texts), cfg, batch_size)?
             .iter()
-            .map(|h| {
+            .zip(texts)
+            .map(|(h, text)| {
                 h.first()
-                    .map(|h| self.decode(&h.tokens))
+                    .map(|h| self.decode(&h.tokens, &self.source_words(text)))
                     .unwrap_or_default()
             })
             .collect())
@@ -393,18 +442,19 @@ impl Translator {
     /// One source sentence's hypotheses with their text, tokens and labelled attention.
     pub fn describe(&self, text: &str, src: &[u32], hyps: &[Hypothesis]) -> Translation {
         let tgt_tokenizer = &self.loaded.tgt_tokenizer;
-        let src_tokens = self.loaded.src_tokenizer.tokens(src);
+        let words = self.source_words(text);
+        let src_tokens = self.loaded.src_tokenizer.tokens_copied(src, &words);
         let hyps = hyps
             .iter()
             .map(|h| {
-                let tokens = tgt_tokenizer.tokens(&h.tokens);
+                let tokens = tgt_tokenizer.tokens_copied(&h.tokens, &words);
                 let attention = h.attention.as_ref().map(|rows| Attention {
                     src: attention_columns(&src_tokens, &self.eos, rows),
                     tgt: tokens.iter().cloned().chain([self.eos.clone()]).collect(),
                     mean: rows.clone(),
                 });
                 Hyp {
-                    text: tgt_tokenizer.decode(&h.tokens),
+                    text: tgt_tokenizer.decode_copied(&h.tokens, &words),
                     score: h.score,
                     logprob: h.logprob,
                     tokens,

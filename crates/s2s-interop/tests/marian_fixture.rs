@@ -175,7 +175,7 @@ fn check_generation(set: &Value, cfg: &SearchConfig, check_score: bool) {
         got.push(eos);
         assert_eq!(got, ids(&case["output_ids"]), "{text:?}");
         assert_eq!(
-            t.decode(&hyps[0][0].tokens),
+            t.decode(&hyps[0][0].tokens, &[]),
             case["output_text"].as_str().unwrap()
         );
         if check_score {

@@ -52,7 +52,23 @@ impl ModelConfig {
 
     /// Checks what depends on the data's vocabularies (a Transformer's `share_embeddings` needs
     /// one joint vocabulary).
+    /// Whether the model copies source tokens ([`crate::copy`]).
+    pub fn copies(&self) -> bool {
+        match self {
+            ModelConfig::Transformer(c) => c.copy,
+            ModelConfig::Rnn(c) => c.copy,
+            _ => false,
+        }
+    }
+
     pub fn check_vocab(&self, src_vocab: usize, tgt_vocab: usize) -> Result<(), String> {
+        if self.copies() && src_vocab != tgt_vocab {
+            return Err(format!(
+                "copy = true copies source tokens into the target, which needs one joint \
+                 vocabulary, but the source has {src_vocab} types and the target {tgt_vocab}; \
+                 prepare the data with --joint, or set copy = false"
+            ));
+        }
         match self {
             ModelConfig::Transformer(c) => c.check_vocab(src_vocab, tgt_vocab),
             _ => Ok(()),
@@ -174,6 +190,7 @@ fn transformer(
         logits_bias: false,
         zero_start: false,
         alignment_layer: None,
+        copy: false,
     }
 }
 
@@ -228,6 +245,7 @@ fn rnn(cell: CellKind, emb: usize, hidden: usize, layers: usize) -> RnnConfig {
         bridge: Bridge::Last,
         readout_dim: 0,
         reverse_source: false,
+        copy: false,
     }
 }
 

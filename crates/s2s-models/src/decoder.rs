@@ -7,7 +7,7 @@ use crate::rnn::{DecState, EncCtx};
 use crate::transformer::TransformerState;
 use crate::{PaddedIds, Seq2SeqModel, ids_1d};
 use burn::tensor::activation::log_softmax;
-use burn::tensor::{Device, Tensor};
+use burn::tensor::{Device, Int, Tensor};
 use s2s_search::step::{StepModel, StepOutput};
 
 /// A trained model on an inference device (no autodiff), ready to be searched.
@@ -26,6 +26,9 @@ pub struct DecodeState {
     sentence_of_row: Vec<usize>,
     /// Padded source length.
     src_len: usize,
+    /// A copy model's padded sources `[sentences, src_len]` (extended ids), which its copy
+    /// distribution scatters the attention onto.
+    copy_src: Option<Tensor<2, Int>>,
     model: ModelState,
 }
 
@@ -62,6 +65,7 @@ impl StepModel for Decoder<'_> {
             .collect();
         let src = PaddedIds::new(&rows, self.special.pad, &self.device);
         let src_len = src.ids.dims()[1];
+        let copy_src = self.model.copy_gate().map(|_| src.ids.clone());
         let model = match self.model {
             Seq2SeqModel::Rnn(m) => {
                 let (enc, dec) = m.encode(src.ids, src.pad);
@@ -76,6 +80,7 @@ impl StepModel for Decoder<'_> {
         DecodeState {
             sentence_of_row: (0..sources.len()).collect(),
             src_len,
+            copy_src,
             model,
         }
     }
@@ -83,7 +88,8 @@ impl StepModel for Decoder<'_> {
     fn step(&self, state: &mut DecodeState, last_tokens: &[u32]) -> StepOutput {
         let tokens = ids_1d(last_tokens, &self.device);
         let src_len = state.src_len;
-        let (logits, attn) = match (self.model, &mut state.model) {
+        // The features before the vocabulary projection, for a copy model's gate.
+        let (logits, attn, hidden) = match (self.model, &mut state.model) {
             (Seq2SeqModel::Rnn(m), ModelState::Rnn { enc, dec }) => {
                 let (emb, proj) = m.embed_step(tokens);
                 let prev = std::mem::replace(
@@ -95,17 +101,40 @@ impl StepModel for Decoder<'_> {
                 );
                 let (features, next, attn) = m.decode_step(enc, prev, emb, proj);
                 *dec = next;
-                (m.logits(features), attn)
+                let hidden = m.pre_output(features);
+                (m.output_layer().logits(hidden.clone()), attn, Some(hidden))
             }
             (Seq2SeqModel::Transformer(m), ModelState::Transformer(state)) => {
-                let (logits, attn) = m.step(state, tokens);
-                (logits, Some(attn))
+                let (features, attn) = m.step_features(state, tokens);
+                (
+                    m.step_logits(state, features.clone()),
+                    Some(attn),
+                    Some(features),
+                )
             }
             (Seq2SeqModel::ConvS2S(m), ModelState::ConvS2S(state)) => {
                 let (logits, attn) = m.step(state, tokens);
-                (logits, Some(attn))
+                (logits, Some(attn), None)
             }
             _ => panic!("decode state does not belong to this model"),
+        };
+        let log_probs = match (self.model.copy_gate(), &state.copy_src, &attn, hidden) {
+            (Some(copy), Some(src), Some(attn), Some(hidden)) => {
+                let rows = last_tokens.len();
+                let (d, v) = (hidden.dims()[1], logits.dims()[1]);
+                let sources = row_ids(&state.sentence_of_row, &self.device);
+                // Empty slots (past this sentence's copied pieces) are log 0 = -inf: never chosen.
+                copy.mix(
+                    hidden.reshape([rows, 1, d]),
+                    logits.reshape([rows, 1, v]),
+                    attn.clone().reshape([rows, 1, src_len]),
+                    src.clone().select(0, sources),
+                    self.vocab_size,
+                )
+                .reshape([rows, self.vocab_size])
+                .log()
+            }
+            _ => log_softmax(logits, 1),
         };
         let attention = attn.map(to_host);
         debug_assert!(
@@ -114,7 +143,7 @@ impl StepModel for Decoder<'_> {
                 .is_none_or(|a| a.len() == last_tokens.len() * src_len)
         );
         StepOutput {
-            log_probs: to_host(log_softmax(logits, 1)),
+            log_probs: to_host(log_probs),
             attention,
         }
     }
@@ -159,6 +188,11 @@ pub fn translate_all(
     cfg: &s2s_search::SearchConfig,
     batch_size: usize,
 ) -> Result<Vec<Vec<s2s_search::Hypothesis>>, s2s_search::SearchError> {
+    // A copy model outputs over its extended vocabulary, as wide as the largest source id needs.
+    let vocab_size = match model.copy_gate() {
+        Some(_) => crate::copy::extended_width(sources.iter().flatten().copied(), vocab_size),
+        None => vocab_size,
+    };
     let decoder = Decoder {
         model,
         device: device.clone(),

@@ -130,6 +130,7 @@ impl LabellerConfig {
             logits_bias: false,
             zero_start: false,
             alignment_layer: None,
+            copy: false,
         }
     }
 }

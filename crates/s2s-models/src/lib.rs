@@ -7,6 +7,7 @@ pub mod attention;
 pub mod backend;
 pub mod config;
 pub mod convs2s;
+pub mod copy;
 pub mod decoder;
 pub mod engine;
 pub mod init;
@@ -124,6 +125,48 @@ impl Seq2SeqModel {
             Seq2SeqModel::ConvS2S(m) => m.teacher_hidden(ids, pad, tgt_in).0,
             Seq2SeqModel::Labeller(m) => m.features(ids, &pad),
         }
+    }
+
+    /// The copy gate of a copy model ([`copy`]).
+    pub fn copy_gate(&self) -> Option<&copy::CopyGate> {
+        match self {
+            Seq2SeqModel::Rnn(m) => m.copy.as_ref(),
+            Seq2SeqModel::Transformer(m) => m.copy.as_ref(),
+            Seq2SeqModel::ConvS2S(_) | Seq2SeqModel::Labeller(_) => None,
+        }
+    }
+
+    /// Teacher-forced log-probabilities `[batch, tgt_len, width]`: the log-softmax of
+    /// [`Seq2SeqModel::forward_teacher`] (`width` = the vocabulary), or for a copy model the
+    /// log of its mixture over the extended vocabulary (`width` reaching the largest source id),
+    /// floored at `1e-30` so that every entry stays finite for training.
+    pub fn teacher_log_probs(
+        &self,
+        src: &PaddedIds,
+        tgt_in: Tensor<2, Int>,
+        feed_gold: Option<&mut dyn FnMut(usize) -> Tensor<1, Bool>>,
+    ) -> Tensor<3> {
+        let Some(copy) = self.copy_gate() else {
+            return burn::tensor::activation::log_softmax(
+                self.forward_teacher(src, tgt_in, feed_gold),
+                2,
+            );
+        };
+        let (ids, pad) = (src.ids.clone(), src.pad.clone());
+        let (hidden, attention) = match self {
+            Seq2SeqModel::Rnn(m) => {
+                let (hidden, attns) = m.teacher_hidden(ids, pad, tgt_in, feed_gold);
+                (hidden, Tensor::stack(attns, 1))
+            }
+            Seq2SeqModel::Transformer(m) => m.teacher_hidden(ids, pad, tgt_in),
+            _ => unreachable!("only these models copy"),
+        };
+        let largest = src.ids.clone().max().into_scalar::<i64>() as usize;
+        let width = (largest + 1).max(copy.vocab);
+        let logits = self.output_layer().logits(hidden.clone());
+        copy.mix(hidden, logits, attention, src.ids.clone(), width)
+            .clamp_min(1e-30)
+            .log()
     }
 
     /// Whether the model computes with int8 weights (`s2s quantize`); only inference runs it.

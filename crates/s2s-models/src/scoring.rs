@@ -4,7 +4,6 @@
 //! for an encoder-decoder, the tags of a tagger, the label of a classifier.
 
 use burn::tensor::Device;
-use burn::tensor::activation::log_softmax;
 
 use crate::{PaddedIds, Seq2SeqModel, ids_2d};
 
@@ -54,10 +53,11 @@ pub fn score_batch(model: &Seq2SeqModel, device: &Device, b: &s2s_data::Batch) -
     let src = PaddedIds::from_flat(&b.src, b.batch_size, b.src_len, pad, device);
     let tgt_in = ids_2d(&b.tgt_in, [b.batch_size, b.tgt_len], device);
     let targets = model.loss_targets(b);
-    let logits = model.forward_teacher(&src, tgt_in, None);
-    let [rows, len, vocab] = logits.dims();
+    let log_probs = model.teacher_log_probs(&src, tgt_in, None);
+    let [rows, len, width] = log_probs.dims();
     debug_assert_eq!([rows, len], targets.shape);
-    let picked = log_softmax(logits.reshape([rows * len, vocab]), 1)
+    let picked = log_probs
+        .reshape([rows * len, width])
         .gather(1, ids_2d(&targets.ids, [rows * len, 1], device));
     let picked: Vec<f32> = picked
         .into_data()

@@ -38,7 +38,7 @@
 //! (`RAYON_NUM_THREADS`), so an exact resume needs the same number.
 
 use crate::TrainError;
-use crate::loss::{LossOutput, projected_label_smoothed_nll};
+use crate::loss::{LossOutput, log_prob_label_smoothed_nll, projected_label_smoothed_nll};
 use crate::schedule::teacher_forcing_ratio;
 use crate::trainer::mix;
 use burn::module::Module;
@@ -84,6 +84,18 @@ pub fn batch_loss(
     // scheduled sampling via its own generator. Resume therefore needs no RNG state.
     device.seed(replica_seed(mix(cfg.seed, step as u64), replica));
     let tf = teacher_forcing_ratio(cfg, step);
+    if let Some(copy) = model.copy_gate() {
+        // A copy model's output is a mixture, not a projection: no fused criterion.
+        let log_probs = model.teacher_log_probs(&src, tgt_in, None);
+        return log_prob_label_smoothed_nll(
+            log_probs,
+            tgt_out,
+            b.specials.pad,
+            cfg.label_smoothing,
+            targets.tokens,
+            copy.vocab,
+        );
+    }
     let hidden = if tf >= 1.0 {
         model.teacher_hidden(&src, tgt_in, None)
     } else {

@@ -25,14 +25,34 @@ pub fn label_smoothed_nll(
     eps: f64,
     tokens: usize,
 ) -> LossOutput {
-    let [b, t, v] = logits.dims();
-    let lp = log_softmax(logits.reshape([b * t, v]), 1);
+    let v = logits.dims()[2];
+    log_prob_label_smoothed_nll(log_softmax(logits, 2), target, pad_id, eps, tokens, v)
+}
+
+/// [`label_smoothed_nll`] on log-probabilities `[batch, len, width]` already formed (a copy
+/// model's mixture over its extended vocabulary). The smoothing spreads over the first `vocab`
+/// entries only: the slots past them change from batch to batch.
+pub fn log_prob_label_smoothed_nll(
+    log_probs: Tensor<3>,
+    target: Tensor<2, Int>,
+    pad_id: u32,
+    eps: f64,
+    tokens: usize,
+    vocab: usize,
+) -> LossOutput {
+    let [b, t, width] = log_probs.dims();
+    let lp = log_probs.reshape([b * t, width]);
     let target = target.reshape([b * t, 1]);
     let mask = target.clone().not_equal_elem(pad_id as i64).float();
     let nll = lp.clone().gather(1, target).neg() * mask.clone();
     let nll_sum: Tensor<1> = nll.clone().sum().detach();
     let denom = tokens.max(1) as f64;
     let loss = if eps > 0.0 {
+        let lp = if vocab < width {
+            lp.slice([0..b * t, 0..vocab])
+        } else {
+            lp
+        };
         let smooth = lp.mean_dim(1).neg() * mask;
         (nll.sum() * (1.0 - eps) + smooth.sum() * eps) / denom
     } else {

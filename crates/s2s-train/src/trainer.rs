@@ -184,7 +184,12 @@ fn validate(
     )?;
     let texts: Vec<String> = hyps
         .iter()
-        .map(|h| corpus.tgt_tokenizer.decode(&h[0].tokens))
+        .enumerate()
+        .map(|(i, h)| {
+            corpus
+                .tgt_tokenizer
+                .decode_copied(&h[0].tokens, valid.words(i))
+        })
         .collect();
     let refs = [&corpus.valid_refs[..n]];
     let bleu_cfg = BleuConfig {

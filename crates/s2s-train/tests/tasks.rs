@@ -11,7 +11,7 @@ mod common;
 use common::*;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use s2s_data::{CorpusSource, DataDir, PrepareConfig, Task};
+use s2s_data::{DataDir, PrepareConfig, Task};
 use std::path::Path;
 
 /// Digit sentences tagged UP / DOWN / SAME against the previous digit (`FIRST` for the first):
@@ -77,32 +77,19 @@ fn generation_pairs(n: usize, seed: u64) -> Vec<(String, String)> {
         .collect()
 }
 
-fn write(dir: &Path, name: &str, pairs: &[(String, String)]) -> CorpusSource {
-    let (src, tgt) = (
-        dir.join(format!("{name}.src")),
-        dir.join(format!("{name}.tgt")),
-    );
-    let side = |f: fn(&(String, String)) -> &String| {
-        pairs
-            .iter()
-            .map(|p| f(p).clone() + "\n")
-            .collect::<String>()
-    };
-    std::fs::write(&src, side(|p| &p.0)).unwrap();
-    std::fs::write(&tgt, side(|p| &p.1)).unwrap();
-    CorpusSource::Parallel { src, tgt }
-}
-
 fn prepare(root: &Path, task: Task, pairs: fn(usize, u64) -> Vec<(String, String)>) -> DataDir {
     let raw = root.join("raw");
     std::fs::create_dir_all(&raw).unwrap();
-    let mut cfg = PrepareConfig::new(write(&raw, "train", &pairs(1500, 1)), root.join("data"));
+    let mut cfg = PrepareConfig::new(
+        write_split(&raw, "train", &pairs(1500, 1)),
+        root.join("data"),
+    );
     cfg.task = task;
     if task == Task::Generation {
         cfg.tgt_tokenizer = Some(s2s_data::TokenizerKind::Word);
     }
-    cfg.valid = Some(write(&raw, "valid", &pairs(200, 2)));
-    cfg.test = Some(write(&raw, "test", &pairs(200, 3)));
+    cfg.valid = Some(write_split(&raw, "valid", &pairs(200, 2)));
+    cfg.test = Some(write_split(&raw, "test", &pairs(200, 3)));
     s2s_data::prepare(&cfg, &|_: &str| {}).unwrap();
     let data = s2s_data::load_data_dir(root.join("data")).unwrap();
     assert_eq!(data.meta.options.task, task);

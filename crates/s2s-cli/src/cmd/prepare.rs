@@ -234,6 +234,12 @@ pub struct PrepareArgs {
     /// Drop training pairs with more tokens than this on either side (0: no limit).
     #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_LEN)]
     max_len: usize,
+    /// Keep the first N tokens of every source, in every split and later in `translate`,
+    /// `score` and `serve` (recorded in data.toml): for inputs far longer than the outputs
+    /// (emails, abstracts, dialogue histories). The files keep the whole text; --max-len then
+    /// measures the cut source. Translation and classification only (0: keep every token).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    max_src_tokens: usize,
     /// Minimum frequency of a bpe merge / char / word [default: 2 for bpe and for a source with
     /// --unk-signatures, 1 otherwise].
     #[arg(long, value_name = "N")]
@@ -393,6 +399,7 @@ fn config(args: &PrepareArgs) -> anyhow::Result<PrepareConfig> {
         )
     });
     cfg.max_len = args.max_len;
+    cfg.max_src_tokens = args.max_src_tokens;
     cfg.min_freq = args.min_freq;
     cfg.unk_signatures = match (args.unk_signatures, args.no_unk_signatures) {
         (true, _) => Some(true),
@@ -427,6 +434,12 @@ fn report_counts(rec: &DataToml, max_len: usize) {
             "{name}: {} pairs read, {} kept; dropped {} empty, {too_long}; cleaning changed {} source and {} target lines",
             s.input_pairs, s.kept, s.dropped_empty, s.src_changed, s.tgt_changed
         );
+        if s.src_truncated > 0 {
+            eprintln!(
+                "{name}: {} sources cut to their first {} tokens (--max-src-tokens)",
+                s.src_truncated, rec.options.max_src_tokens
+            );
+        }
         if let Some(n) = s.forms_with_spaces.filter(|&n| n > 0) {
             eprintln!(
                 "{name}: {n} word forms held whitespace, replaced by `_` to keep each one token"

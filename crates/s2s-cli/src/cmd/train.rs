@@ -281,8 +281,16 @@ pub fn run_holding(args: TrainArgs, held: Option<model_dir::ModelDirLock>) -> Re
             run.tgt_vocab
         );
     }
-    let train_split = data.encode(&data.train);
-    let valid_split = data.valid.as_ref().map(|v| data.encode(v));
+    // A copy model reads its sources' unknown pieces as ids past the vocabulary.
+    let encode = |text: &s2s_data::ParallelText| {
+        if run.model.copies() {
+            data.encode_copy(text)
+        } else {
+            Ok(data.encode(text))
+        }
+    };
+    let train_split = encode(&data.train)?;
+    let valid_split = data.valid.as_ref().map(encode).transpose()?;
     let refs: Vec<String> = data
         .valid
         .as_ref()

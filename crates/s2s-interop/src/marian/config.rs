@@ -162,6 +162,7 @@ impl MarianConfig {
             // Set by the importer from the weights (a zero `<pad>` row is a zero start).
             zero_start: false,
             alignment_layer: None,
+            copy: false,
         };
         cfg.validate()
             .map_err(|e| unsupported(format!("{what}: {e}")))?;
@@ -189,6 +190,12 @@ impl MarianConfig {
         }
         if cfg.pre_norm {
             return Err(refuse("pre_norm = true", "train with `pre_norm = false`"));
+        }
+        if cfg.copy {
+            return Err(refuse(
+                "copy = true",
+                "MarianMT has no copy gate; train with `copy = false` to export",
+            ));
         }
         if !cfg.share_embeddings {
             return Err(refuse(

@@ -247,6 +247,7 @@ pub fn import(src: &Path, out: &Path, force: bool) -> Result<Imported> {
             tgt_min_freq: 0,
             joint: true,
             max_len: 0,
+            max_src_tokens: 0,
             clean: CleanConfig::default(),
             src_is_chinese: is_chinese(&src_lang),
             tgt_is_chinese: is_chinese(&tgt_lang),

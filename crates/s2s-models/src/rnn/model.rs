@@ -12,6 +12,7 @@ use super::cell::{Cell, CellKind, CellState, input_projection};
 use super::encoder::{EncoderFinal, RnnEncoder};
 use crate::OutputLayer;
 use crate::attention::{Attention, Memory, Score};
+use crate::copy::CopyGate;
 use burn::module::{Module, Param};
 use burn::nn::{
     Dropout, DropoutConfig, Embedding, EmbeddingConfig, Initializer, Linear, LinearConfig,
@@ -72,6 +73,10 @@ pub struct RnnConfig {
     /// translate. Outputs stay at their token's position, so attention is unaffected.
     #[serde(default)]
     pub reverse_source: bool,
+    /// Copy source tokens through the attention ([`crate::copy`]; needs attention and one joint
+    /// vocabulary).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub copy: bool,
 }
 
 impl RnnConfig {
@@ -82,6 +87,9 @@ impl RnnConfig {
         if self.bridge == Bridge::Last && (self.bidirectional || self.enc_layers != self.dec_layers)
         {
             return Err("bridge = \"last\" needs a unidirectional encoder with as many layers as the decoder; use \"linear\" or \"mean\"".into());
+        }
+        if self.copy && self.attention == RnnAttention::None {
+            return Err("copy = true copies through the attention: choose attention = \"bahdanau\" or \"luong\"".into());
         }
         if self.reverse_source && self.bidirectional {
             return Err("reverse_source = true needs a unidirectional encoder: a bidirectional one already reads the source both ways".into());
@@ -155,6 +163,8 @@ pub struct RnnSeq2Seq {
     pub readout: Option<Linear>,
     pub output: Linear,
     pub dropout: Dropout,
+    /// With `copy`: the gate between generating and copying.
+    pub copy: Option<CopyGate>,
     #[module(skip)]
     pub cfg: RnnConfig,
 }
@@ -243,6 +253,7 @@ impl RnnSeq2Seq {
             readout: (cfg.readout_dim > 0).then(|| linear(features, cfg.readout_dim)),
             output: linear(out_in, tgt_vocab),
             dropout: DropoutConfig::new(cfg.dropout).init(),
+            copy: cfg.copy.then(|| CopyGate::new(out_in, tgt_vocab, device)),
             cfg: cfg.clone(),
         }
     }
@@ -253,7 +264,7 @@ impl RnnSeq2Seq {
         let [b, _] = src.dims();
         let device = src.device();
         let mask = pad.clone().bool_not().float(); // 1 = token
-        let x = self.dropout.forward(self.src_emb.forward(src));
+        let x = self.dropout.forward(self.src_emb.forward(self.known(src)));
         let (outputs, finals) = self.encoder.forward(x, &mask, self.cfg.reverse_source);
         let cfg = &self.cfg;
         let top = |f: &EncoderFinal| -> Tensor<2> {
@@ -433,6 +444,14 @@ impl RnnSeq2Seq {
         }
     }
 
+    /// `ids` as the embeddings read them: a copy model's ids past the vocabulary as `<unk>`.
+    fn known(&self, ids: Tensor<2, Int>) -> Tensor<2, Int> {
+        match &self.copy {
+            Some(copy) => copy.known(ids),
+            None => ids,
+        }
+    }
+
     /// The vocabulary projection.
     pub fn output_layer(&self) -> OutputLayer {
         OutputLayer::of_linear(&self.output)
@@ -443,7 +462,7 @@ impl RnnSeq2Seq {
         let [rows] = tokens.dims();
         let e: Tensor<2> = self
             .dropout
-            .forward(self.tgt_emb.forward(tokens.reshape([rows, 1])))
+            .forward(self.tgt_emb.forward(self.known(tokens.reshape([rows, 1]))))
             .reshape([rows, self.cfg.emb_dim]);
         let p = self.dec_emb_proj.forward(e.clone());
         (e, p)
@@ -467,7 +486,9 @@ impl RnnSeq2Seq {
         let mut features = Vec::with_capacity(t_len);
         let mut attns = Vec::new();
         let gold_all = if feed_gold.is_none() {
-            let e = self.dropout.forward(self.tgt_emb.forward(tgt_in.clone()));
+            let e = self
+                .dropout
+                .forward(self.tgt_emb.forward(self.known(tgt_in.clone())));
             let p = self.dec_emb_proj.forward(e.clone());
             Some((e, p))
         } else {

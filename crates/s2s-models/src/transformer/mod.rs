@@ -67,6 +67,10 @@ pub struct TransformerConfig {
     /// reported for alignments and heatmaps; default: the last.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub alignment_layer: Option<usize>,
+    /// Copy source tokens through the reported attention ([`crate::copy`]; needs one joint
+    /// vocabulary).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub copy: bool,
 }
 
 fn yes() -> bool {

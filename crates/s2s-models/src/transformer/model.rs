@@ -11,6 +11,7 @@ use super::decoder::TransformerDecoder;
 use super::encoder::TransformerEncoder;
 use super::positions::PositionEncoding;
 use crate::OutputLayer;
+use crate::copy::CopyGate;
 use crate::engine::{self, RowMap, int8::Int8Matrix};
 use crate::init::{embedding, xavier_linear};
 use crate::layers::{Embedding, Linear};
@@ -121,6 +122,8 @@ pub struct TransformerSeq2Seq {
     pub logits_bias: Option<Param<Tensor<1>>>,
     /// Dropout on the summed token and position embeddings.
     pub dropout: Dropout,
+    /// With `copy`: the gate between generating and copying.
+    pub copy: Option<CopyGate>,
     #[module(skip)]
     pub cfg: TransformerConfig,
 }
@@ -152,6 +155,7 @@ impl TransformerSeq2Seq {
                 .logits_bias
                 .then(|| Param::from_tensor(Tensor::zeros([tgt_vocab], device))),
             dropout: DropoutConfig::new(cfg.dropout).init(),
+            copy: cfg.copy.then(|| CopyGate::new(d, tgt_vocab, device)),
             cfg: cfg.clone(),
         }
     }
@@ -168,6 +172,10 @@ impl TransformerSeq2Seq {
     ) -> Tensor<3> {
         let [batch, len] = ids.dims();
         let device = ids.device();
+        let ids = match &self.copy {
+            Some(copy) => copy.known(ids),
+            None => ids,
+        };
         let mut x = table.forward(ids);
         if zero_first && start == 0 {
             let d = self.cfg.d_model;
@@ -399,18 +407,33 @@ impl TransformerSeq2Seq {
         state: &mut TransformerState,
         tokens: Tensor<1, Int>,
     ) -> (Tensor<2>, Tensor<2>) {
+        let (features, attn) = self.step_features(state, tokens);
+        (self.step_logits(state, features), attn)
+    }
+
+    /// One incremental step's features `[rows, d]` (before the output projection) and reported
+    /// attention `[rows, src_len]`.
+    pub fn step_features(
+        &self,
+        state: &mut TransformerState,
+        tokens: Tensor<1, Int>,
+    ) -> (Tensor<2>, Tensor<2>) {
         let [rows] = tokens.dims();
         let (features, attn) = self.decode(state, tokens.reshape([rows, 1]));
         let [_, _, d] = features.dims();
         let [_, _, s] = attn.dims();
-        let features = features.reshape([rows, d]);
-        let logits = match self.int8_output() {
+        (features.reshape([rows, d]), attn.reshape([rows, s]))
+    }
+
+    /// A step's features `[rows, d]` to logits, through the output layer the state keeps for
+    /// the search (or the int8 one).
+    pub fn step_logits(&self, state: &mut TransformerState, features: Tensor<2>) -> Tensor<2> {
+        match self.int8_output() {
             Some(_) => self.logits(features),
             None => state
                 .output
                 .get_or_insert_with(|| self.output_layer().for_inference())
                 .logits(features),
-        };
-        (logits, attn.reshape([rows, s]))
+        }
     }
 }

@@ -25,7 +25,8 @@ pub fn reversal_pairs(n: usize, min: usize, max: usize, seed: u64) -> Vec<(Strin
         .collect()
 }
 
-fn write_split(dir: &Path, name: &str, pairs: &[(String, String)]) -> CorpusSource {
+/// Writes `pairs` as `dir/NAME.src` and `dir/NAME.tgt`, one pair per line.
+pub fn write_split(dir: &Path, name: &str, pairs: &[(String, String)]) -> CorpusSource {
     let src = dir.join(format!("{name}.src"));
     let tgt = dir.join(format!("{name}.tgt"));
     let join = |f: &dyn Fn(&(String, String)) -> &String| {
@@ -129,8 +130,16 @@ pub fn try_train_on(
     let _one_at_a_time = TRAINING.lock().unwrap_or_else(|e| e.into_inner());
     std::fs::create_dir_all(model_dir).unwrap();
     std::fs::write(model_dir.join("config.toml"), toml::to_string(run).unwrap()).unwrap();
-    let train_split = data.encode(&data.train);
-    let valid_split = data.encode(data.valid.as_ref().unwrap());
+    // As `s2s train` encodes: a copy model's unknown source pieces get ids past the vocabulary.
+    let encode = |text: &s2s_data::ParallelText| {
+        if run.model.copies() {
+            data.encode_copy(text).unwrap()
+        } else {
+            data.encode(text)
+        }
+    };
+    let train_split = encode(&data.train);
+    let valid_split = encode(data.valid.as_ref().unwrap());
     let refs = data.valid.as_ref().unwrap().tgt.clone();
     let corpus = Corpus {
         train: &train_split,
