@@ -14,6 +14,16 @@ use crate::tokenizer::{SPACE_MARKER, TextTokenizer, TokenizerKind};
 /// The pieces behind a sentence's ids past the vocabulary: piece `k` has id `V + k`.
 pub type SourceWords = Vec<String>;
 
+/// How many of a source's pieces its `ids` still use: pieces are numbered in order of first
+/// appearance, so a cut source keeps a prefix of them.
+pub fn words_used(ids: &[u32], vocab: usize) -> usize {
+    ids.iter()
+        .filter_map(|&id| (id as usize).checked_sub(vocab))
+        .map(|k| k + 1)
+        .max()
+        .unwrap_or(0)
+}
+
 impl TextTokenizer {
     /// The ids of a source for a copy model (no `<bos>`/`<eos>`), with its unknown pieces
     /// numbered past the vocabulary, and those pieces.
@@ -148,6 +158,12 @@ mod tests {
         let (plain, none) = tok.encode_source_copy("the cat sat");
         assert_eq!(plain, tok.encode("the cat sat"));
         assert!(none.is_empty());
+    }
+
+    #[test]
+    fn a_cut_source_keeps_the_pieces_it_still_uses() {
+        assert_eq!(super::words_used(&[4, 10, 11, 10], 10), 2);
+        assert_eq!(super::words_used(&[4, 5], 10), 0);
     }
 
     #[test]

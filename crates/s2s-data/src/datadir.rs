@@ -110,15 +110,35 @@ fn is_zero(n: &usize) -> bool {
 }
 
 impl DataOptions {
-    /// Cuts encoded source `ids` to [`DataOptions::max_src_tokens`]: the one place where
-    /// `prepare`, training and inference agree on what the model sees of a long input. Returns
-    /// whether anything was cut.
+    /// Cuts encoded source `ids` to [`DataOptions::max_src_tokens`]. Returns whether anything
+    /// was cut.
     pub fn truncate_source(&self, ids: &mut Vec<u32>) -> bool {
         let cut = self.max_src_tokens > 0 && ids.len() > self.max_src_tokens;
         if cut {
             ids.truncate(self.max_src_tokens);
         }
         cut
+    }
+
+    /// The ids a model reads for the (cleaned) source `text`, the one place where training and
+    /// inference agree on them: its encoding, with a copy model's unknown pieces numbered past
+    /// the vocabulary ([`crate::copy`]), cut to [`DataOptions::max_src_tokens`]; and the pieces
+    /// those ids stand for (none without copying; only those the cut source still holds).
+    pub fn encode_source(
+        &self,
+        tokenizer: &TextTokenizer,
+        text: &str,
+        copy: bool,
+    ) -> (Vec<u32>, crate::SourceWords) {
+        let (mut ids, mut words) = if copy {
+            tokenizer.encode_source_copy(text)
+        } else {
+            (tokenizer.encode(text), Vec::new())
+        };
+        if self.truncate_source(&mut ids) {
+            words.truncate(crate::copy::words_used(&ids, tokenizer.vocab_size()));
+        }
+        (ids, words)
     }
 }
 
@@ -315,9 +335,8 @@ impl DataDir {
                 .src
                 .iter()
                 .map(|s| {
-                    let mut ids = self.src_tokenizer.encode(s);
-                    self.meta.options.truncate_source(&mut ids);
-                    ids
+                    let options = &self.meta.options;
+                    options.encode_source(&self.src_tokenizer, s, false).0
                 })
                 .collect(),
             tgt: text
@@ -348,8 +367,10 @@ impl DataDir {
             src_words: Vec::with_capacity(text.src.len()),
         };
         for (s, t) in text.src.iter().zip(&text.tgt) {
-            let (mut ids, words) = self.src_tokenizer.encode_source_copy(s);
-            self.meta.options.truncate_source(&mut ids);
+            let (ids, words) = self
+                .meta
+                .options
+                .encode_source(&self.src_tokenizer, s, true);
             split
                 .tgt
                 .push(self.tgt_tokenizer.encode_target_copy(t, &words));

@@ -174,16 +174,16 @@ impl Translator {
     /// keeps its first that many tokens, as in training.
     /// A copy model's unknown source pieces get ids past the vocabulary ([`s2s_data::copy`]).
     pub fn encode(&self, text: &str) -> Vec<u32> {
+        self.encode_source(text).0
+    }
+
+    /// [`Translator::encode`], and the pieces a copy model's ids past the vocabulary stand for
+    /// ([`s2s_data::DataOptions::encode_source`]).
+    fn encode_source(&self, text: &str) -> (Vec<u32>, s2s_data::SourceWords) {
         let l = &self.loaded;
-        let mut ids = if self.copies() {
-            l.src_tokenizer
-                .encode_source_copy(&self.clean_source(text))
-                .0
-        } else {
-            l.src_tokenizer.encode(&self.clean_source(text))
-        };
-        l.data.options.truncate_source(&mut ids);
-        ids
+        let options = &l.data.options;
+        let clean = s2s_data::clean_line(text, &options.clean, options.src_is_chinese);
+        options.encode_source(&l.src_tokenizer, &clean, self.copies())
     }
 
     /// Whether the model copies from the source ([`s2s_models::copy`]).
@@ -197,30 +197,7 @@ impl Translator {
         if !self.copies() {
             return Vec::new();
         }
-        let l = &self.loaded;
-        l.src_tokenizer
-            .encode_source_copy(&self.clean_source(text))
-            .1
-    }
-
-    /// `text` cleaned as the corpus's source side was.
-    fn clean_source(&self, text: &str) -> String {
-        let options = &self.loaded.data.options;
-        s2s_data::clean_line(text, &options.clean, options.src_is_chinese)
-    }
-
-    /// `text` cleaned as the corpus side was, then encoded with that side's tokenizer.
-    fn clean_and_encode(
-        l: &LoadedModel,
-        text: &str,
-        is_chinese: bool,
-        tokenizer: &s2s_data::TextTokenizer,
-    ) -> Vec<u32> {
-        tokenizer.encode(&s2s_data::clean_line(
-            text,
-            &l.data.options.clean,
-            is_chinese,
-        ))
+        self.encode_source(text).1
     }
 
     /// [`Translator::encode`] of every text.
@@ -229,10 +206,17 @@ impl Translator {
     }
 
     /// The ids of a known output (a reference) as the target side was prepared: cleaned as the
-    /// corpus was, then the target tokenizer.
-    pub fn encode_target(&self, text: &str) -> Vec<u32> {
+    /// corpus was, then the target tokenizer; with a copy model, its unknown pieces that its
+    /// source's `words` ([`Translator::source_words`]) hold take their ids past the vocabulary.
+    pub fn encode_target(&self, text: &str, words: &[String]) -> Vec<u32> {
         let l = &self.loaded;
-        Self::clean_and_encode(l, text, l.data.options.tgt_is_chinese, &l.tgt_tokenizer)
+        let options = &l.data.options;
+        let clean = s2s_data::clean_line(text, &options.clean, options.tgt_is_chinese);
+        if words.is_empty() {
+            l.tgt_tokenizer.encode(&clean)
+        } else {
+            l.tgt_tokenizer.encode_target_copy(&clean, words)
+        }
     }
 
     /// The teacher-forced log-probability of each reference given its source (see
@@ -257,19 +241,9 @@ impl Translator {
             .iter()
             .zip(refs)
             .map(|(s, r)| {
-                let target = if self.copies() {
-                    let l = &self.loaded;
-                    let clean = s2s_data::clean_line(
-                        r,
-                        &l.data.options.clean,
-                        l.data.options.tgt_is_chinese,
-                    );
-                    l.tgt_tokenizer
-                        .encode_target_copy(&clean, &self.source_words(s))
-                } else {
-                    self.encode_target(r)
-                };
-                (self.encode(s), target)
+                let (src, words) = self.encode_source(s);
+                let target = self.encode_target(r, &words);
+                (src, target)
             })
             .collect();
         let l = &self.loaded;
