@@ -371,6 +371,9 @@ pub struct TextTokenizer {
     has_foreign: bool,
     /// Whether this `split` vocabulary has unknown-word signatures ([`crate::signature`]).
     signatures: bool,
+    /// `inner`'s size with its added tokens, kept because the `tokenizers` crate counts it by
+    /// building a copy of the whole vocabulary (a hash map of every piece) on every call.
+    vocab_size: usize,
 }
 
 impl std::fmt::Debug for TextTokenizer {
@@ -581,6 +584,7 @@ impl TextTokenizer {
             what: what.to_owned(),
             message,
         })?;
+        let inner_size = inner.get_vocab_size(true);
         let mut tok = Self {
             inner: Arc::new(inner),
             encoder: Arc::new(encoder),
@@ -588,6 +592,7 @@ impl TextTokenizer {
             specials,
             has_foreign,
             signatures: false,
+            vocab_size: inner_size,
         };
         tok.signatures = tok.kind() == Some(TokenizerKind::Split)
             && tok
@@ -788,7 +793,7 @@ impl TextTokenizer {
 
     /// The vocabulary size, special tokens included (ids are `0..vocab_size`).
     pub fn vocab_size(&self) -> usize {
-        self.inner.get_vocab_size(true)
+        self.vocab_size
     }
 
     /// The raw token string of an id, if any.
