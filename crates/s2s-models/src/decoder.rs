@@ -235,7 +235,10 @@ fn search_on_workers(
         })
         .collect();
     if workers == 1 {
-        return search(decoder, &parts.pop().unwrap_or_default(), cfg);
+        let part = parts.pop().unwrap_or_default();
+        return engine::workers::run_with_helpers_awake(&decoder.device, || {
+            search(decoder, &part, cfg)
+        });
     }
     let mut results = Vec::with_capacity(workers);
     for part in engine::workers::run_each(parts, |part| search(decoder, &part, cfg)) {

@@ -82,3 +82,39 @@ fn split_batch_decodes_as_one_search() {
         }
     }
 }
+
+/// A search too small to split runs inside the global pool with the other thread spinning
+/// (`run_with_helpers_awake`): it runs on a pool thread, its parallel ops finish, a panic
+/// reaches the caller and leaves the next scope working, and callers on several threads at once
+/// (only one gets the spinning scope) all finish.
+#[test]
+fn small_searches_run_in_the_pool_with_helpers_awake() {
+    use rayon::prelude::*;
+    use s2s_models::workers::run_with_helpers_awake;
+    two_threads();
+    let cpu = device();
+    let work = || {
+        let sum: u64 = (0..100_000u64).into_par_iter().map(|v| v % 7).sum();
+        (rayon::current_thread_index(), sum)
+    };
+    let want: u64 = (0..100_000u64).map(|v| v % 7).sum();
+    let (thread, sum) = run_with_helpers_awake(&cpu, work);
+    assert!(thread.is_some(), "runs on a thread of the pool");
+    assert_eq!(sum, want);
+
+    let panicked = std::panic::catch_unwind(|| {
+        run_with_helpers_awake(&cpu, || -> () { panic!("inside the search") })
+    });
+    assert!(panicked.is_err(), "the panic reaches the caller");
+    let (thread, sum) = run_with_helpers_awake(&cpu, work);
+    assert!(thread.is_some(), "the scope opens again after a panic");
+    assert_eq!(sum, want);
+
+    let sums: Vec<u64> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..4)
+            .map(|_| s.spawn(|| run_with_helpers_awake(&cpu, work).1))
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert_eq!(sums, vec![want; 4]);
+}

@@ -14,6 +14,7 @@
 
 use burn::tensor::Device;
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// A sub-batch smaller than this is not worth a worker of its own: below it, the products of
 /// one step are too small to keep a core busy, and splitting them op by op is the better use.
@@ -71,5 +72,71 @@ pub fn run_each<T: Send, R: Send>(parts: Vec<T>, f: impl Fn(T) -> R + Sync) -> V
                     .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
             })
             .collect()
+    })
+}
+
+/// Whether a [`run_with_helpers_awake`] scope is open somewhere in the process.
+static AWAKE_SCOPE: AtomicBool = AtomicBool::new(false);
+
+/// Runs `f`, a search too small to split over [`run_each`]'s workers, on a thread of the global
+/// rayon pool while the pool's other threads wait for its op-level work spinning instead of
+/// sleeping (OpenMP's active wait policy, which CTranslate2's threads use); just `f()` off the
+/// CPU backend, with one thread, inside a rayon pool already, or while another such scope runs.
+///
+/// Why: decoding one sentence splits each large enough product over the threads, a few dozen
+/// short parallel ops per step. From a thread outside the pool, each of them queued its work,
+/// woke a sleeping thread and slept on a lock until the pool was done: two thread wake-ups per
+/// product, each a trip through the kernel scheduler that on a 2-core VM cost more than the
+/// product gained (`RAYON_NUM_THREADS=2` decoded one sentence at a time more slowly than 1).
+/// Run inside the pool, the search's thread shares a product by pushing half of it onto its
+/// own queue, which a spinning thread takes within a microsecond. The spinning threads run only
+/// while `f` does, and take any other work queued in the pool meanwhile.
+pub fn run_with_helpers_awake<R: Send>(device: &Device, f: impl FnOnce() -> R + Send) -> R {
+    let threads = rayon::current_num_threads();
+    if *device != Device::flex()
+        || threads < 2
+        || rayon::current_thread_index().is_some()
+        || AWAKE_SCOPE.swap(true, Ordering::Acquire)
+    {
+        return f();
+    }
+    /// Closes the process's one scope, also when `f` unwinds.
+    struct Close;
+    impl Drop for Close {
+        fn drop(&mut self) {
+            AWAKE_SCOPE.store(false, Ordering::Release);
+        }
+    }
+    let _close = Close;
+    /// Ends the scope's spinning when `f` returns or unwinds (a panic would otherwise leave the
+    /// helpers spinning and `rayon::scope` waiting for them).
+    struct Stop<'a>(&'a AtomicBool);
+    impl Drop for Stop<'_> {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::Release);
+        }
+    }
+    let stop = AtomicBool::new(false);
+    rayon::scope(|scope| {
+        let runner = rayon::current_thread_index();
+        let stop = &stop;
+        for _ in 1..threads {
+            scope.spawn(move |_| {
+                // The runner itself may pick a helper up while it waits inside `f`: spinning
+                // there would wait for the `f` it is part of.
+                if rayon::current_thread_index() == runner {
+                    return;
+                }
+                while !stop.load(Ordering::Acquire) {
+                    if rayon::yield_now() != Some(rayon::Yield::Executed) {
+                        for _ in 0..4 {
+                            std::hint::spin_loop();
+                        }
+                    }
+                }
+            });
+        }
+        let _stop = Stop(stop);
+        f()
     })
 }
