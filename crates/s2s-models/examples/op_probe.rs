@@ -1,7 +1,8 @@
 //! Times single backend ops at the shapes of `s2s bench` (batch 64, source length 21, GRU 512,
 //! vocabulary 8000): the matrix products of a step and the element-wise functions around them,
 //! then decoding's products (GRU, FFN, output layer) as one worker core sees them (32 rows greedy, 160
-//! beam 5; run with `RAYON_NUM_THREADS=1` to time one core).
+//! beam 5; run with `RAYON_NUM_THREADS=1` to time one core), and one sentence's step through
+//! burn's and the engine's `linear`.
 //! `cargo run --release -p s2s-models --example op_probe`; see docs/performance.md.
 
 use burn::tensor::{Distribution, Tensor};
@@ -77,6 +78,43 @@ fn main() {
             false,
         )
     });
+    // One sentence's greedy decoding step (one row) on the Transformer's shapes: burn's
+    // `linear` (gemm's gemv) against the engine's (its own gemv), in the
+    // global pool with the other threads awake, as a search of one sentence runs, so
+    // `RAYON_NUM_THREADS` sets the threads.
+    println!("-- a step of one sentence: burn linear | engine linear, weights packed once");
+    let one_sentence = || {
+        s2s_models::engine::packed::with_packed_weights(|| {
+            for &(m, k, n) in &[
+                (1, 256, 256),
+                (1, 256, 1024),
+                (1, 1024, 256),
+                (1, 256, 8000),
+            ] {
+                let x: Tensor<2> = Tensor::random([m, k], Distribution::Default, &dev);
+                let w: Tensor<2> = Tensor::random([k, n], Distribution::Default, &dev);
+                let flops = 2.0 * (m * k * n) as f64;
+                time(
+                    &format!("burn linear {m}x{k} @ {k}x{n}"),
+                    flops,
+                    2000,
+                    || {
+                        let _ =
+                            burn::tensor::module::linear(x.clone(), w.clone(), None).into_data();
+                    },
+                );
+                time(
+                    &format!("engine linear {m}x{k} @ {k}x{n}"),
+                    flops,
+                    2000,
+                    || {
+                        let _ = s2s_models::engine::linear(x.clone(), w.clone(), None).into_data();
+                    },
+                );
+            }
+        })
+    };
+    s2s_models::workers::run_with_helpers_awake(&dev, one_sentence);
     let x: Tensor<3> = Tensor::random([64, 21, 512], Distribution::Default, &dev);
     time("tanh 64x21x512", 0.0, 50, || {
         let _ = (x.clone() * 1.0).tanh().into_data();

@@ -38,7 +38,7 @@ impl Linear {
         let bias = self.bias.as_ref().map(|b| b.val());
         match &self.int8 {
             Some(w) => engine::int8_linear(x, w, bias.as_ref()),
-            None => burn::tensor::module::linear(x, self.weight.val(), bias),
+            None => engine::linear(x, self.weight.val(), bias),
         }
     }
 

@@ -37,6 +37,6 @@ impl OutputLayer {
 
     /// Hidden states `[.., hidden]` to logits `[.., vocab]`.
     pub fn logits<const D: usize>(&self, hidden: Tensor<D>) -> Tensor<D> {
-        burn::tensor::module::linear(hidden, self.weight.clone(), self.bias.clone())
+        crate::engine::linear(hidden, self.weight.clone(), self.bias.clone())
     }
 }

@@ -7,6 +7,7 @@
 use burn::tensor::{Bool, DType, Shape, Tensor};
 use burn_flex::{Flex, FlexTensor, Layout};
 
+use super::gemv;
 use super::int8::Int8Matrix;
 use super::{MASKED, RowMap};
 
@@ -104,6 +105,51 @@ pub fn int8_linear<const D: usize>(
         &mut out,
     );
     dims[D - 1] = w.rows();
+    Some(Tensor::from_primitive::<Flex>(flex_tensor(out, dims)))
+}
+
+/// `x @ weight + bias` for `x: [.., k]` with one row in all and `weight: [k, n]` row-major or
+/// the transpose of a row-major `[n, k]` (a tied output layer): the one-row product
+/// ([`gemv`]). `None` for more rows, other layouts, tracked tensors and CPUs without its
+/// instructions; the bias is added as burn's `linear` adds it.
+pub fn gemv_linear<const D: usize>(
+    x: &Tensor<D>,
+    weight: &Tensor<2>,
+    bias: Option<&Tensor<1>>,
+) -> Option<Tensor<D>> {
+    let mut dims: [usize; D] = x.dims();
+    if dims[..D - 1].iter().product::<usize>() != 1 {
+        return None;
+    }
+    let w = flex_f32(weight)?;
+    let [k, n] = weight.dims();
+    let strides = w.layout().strides();
+    let layout = match (strides[0], strides[1]) {
+        (s, 1) if s >= n as isize => gemv::Layout::Rows { stride: s as usize },
+        (1, s) if s >= k as isize => gemv::Layout::Columns { stride: s as usize },
+        _ => return None,
+    };
+    let x = flex_f32(x)?.to_contiguous();
+    let bias = match bias {
+        Some(b) => Some(flex_f32(b)?.to_contiguous()),
+        None => None,
+    };
+    let weight = gemv::Weight {
+        data: &w.storage::<f32>()[w.layout().start_offset()..],
+        k,
+        n,
+        layout,
+    };
+    let mut out = vec![0.0f32; n];
+    if !gemv::gemv(&x.storage::<f32>()[..k], weight, &mut out) {
+        return None;
+    }
+    if let Some(b) = &bias {
+        out.iter_mut()
+            .zip(&b.storage::<f32>()[..n])
+            .for_each(|(y, b)| *y += b);
+    }
+    dims[D - 1] = n;
     Some(Tensor::from_primitive::<Flex>(flex_tensor(out, dims)))
 }
 

@@ -10,6 +10,7 @@
 //! the [`packed`]-weight scope of a search, and the [`int8`] weights and product of int8 inference.
 
 pub mod allocator;
+pub mod gemv;
 pub mod int8;
 pub mod kernels;
 mod ops;
@@ -19,7 +20,7 @@ pub mod row_map;
 pub mod workers;
 
 pub use ops::{
-    additive_attention, dot_attention, dot_attention_seq, int8_embedding, int8_linear,
+    additive_attention, dot_attention, dot_attention_seq, int8_embedding, int8_linear, linear,
     multi_head_attention, prefix_attention, select_rows_then_cat,
 };
 pub use prefix_cache::{KeyValue, PrefixCache};

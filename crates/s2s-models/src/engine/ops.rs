@@ -7,7 +7,6 @@
 
 use burn::nn::Dropout;
 use burn::tensor::activation::softmax;
-use burn::tensor::module::linear;
 use burn::tensor::{Bool, Int, Tensor, TensorData};
 
 use super::int8::Int8Matrix;
@@ -251,6 +250,20 @@ fn weigh_values(
     let weights = softmax(energies.mask_fill(pad, MASKED), 1);
     let context = weights.clone().unsqueeze_dim::<3>(1).matmul(values);
     (context.reshape([b, d]), weights)
+}
+
+/// `x @ weight + bias` (burn's `linear`, `weight: [k, n]`): one row (a greedy step of one
+/// sentence) through the engine's one-row product on the CPU backend
+/// ([`kernels::gemv_linear`]), everything else through burn.
+pub fn linear<const D: usize>(
+    x: Tensor<D>,
+    weight: Tensor<2>,
+    bias: Option<Tensor<1>>,
+) -> Tensor<D> {
+    match kernels::gemv_linear(&x, &weight, bias.as_ref()) {
+        Some(out) => out,
+        None => burn::tensor::module::linear(x, weight, bias),
+    }
 }
 
 /// `x W^T + bias` for an int8 weight `W: [n, k]` and `x: [.., k]`: the int8 product on the CPU
