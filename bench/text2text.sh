@@ -119,8 +119,12 @@ run() {
         [[ "$kind" == copy ]] && model="$dir/model-copy" && name="Transformer + copy"
         local steps
         steps=$(tail -n 1 "$model/metrics.jsonl" | json_get 'j["step"]')
+        # Summaries: no repeated trigram and at most 40 tokens (docs/benchmarks.md measured
+        # both ways on SciTLDR); dialogue replies as the search defaults have them.
+        local decoding=()
+        [[ "$task" != camrest676 ]] && decoding=(--no-repeat-ngram 3 --max-len 40)
         for search in greedy beam; do
-            "$s2s" translate --model "$model" --search "$search" --batch-size 32 \
+            "$s2s" translate --model "$model" --search "$search" --batch-size 32 "${decoding[@]}" \
                 --input "$dir/text/test.src" --output "$dir/hyp/$kind-$search.txt"
             local shown="$search"
             [[ "$search" == beam ]] && shown="beam 5"
