@@ -85,8 +85,8 @@ fn split_batch_decodes_as_one_search() {
 
 /// A search too small to split runs inside the global pool with the other thread spinning
 /// (`run_with_helpers_awake`): it runs on a pool thread, its parallel ops finish, a panic
-/// reaches the caller and leaves the next scope working, and callers on several threads at once
-/// (only one gets the spinning scope) all finish.
+/// reaches the caller and leaves the next scope working, callers on several threads at once
+/// (only one gets the spinning scope) all finish, and no caller waits for another's work.
 #[test]
 fn small_searches_run_in_the_pool_with_helpers_awake() {
     use rayon::prelude::*;
@@ -117,4 +117,32 @@ fn small_searches_run_in_the_pool_with_helpers_awake() {
         handles.into_iter().map(|h| h.join().unwrap()).collect()
     });
     assert_eq!(sums, vec![want; 4]);
+
+    // Another caller's job, taken by a spinning helper, does not hold this caller: `f` returns
+    // once the job has started, and the call returns while the job still waits for the caller.
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::time::{Duration, Instant};
+    let started = std::sync::Arc::new(AtomicBool::new(false));
+    let released = std::sync::Arc::new(AtomicBool::new(false));
+    let (job_started, job_released) = (started.clone(), released.clone());
+    let foreign = move || {
+        job_started.store(true, Ordering::Release);
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !job_released.load(Ordering::Acquire) && Instant::now() < deadline {
+            std::thread::yield_now();
+        }
+        job_released.load(Ordering::Acquire)
+    };
+    let (done_tx, done_rx) = std::sync::mpsc::channel();
+    run_with_helpers_awake(&cpu, || {
+        std::thread::spawn(move || rayon::spawn(move || done_tx.send(foreign()).unwrap()));
+        while !started.load(Ordering::Acquire) {
+            std::thread::yield_now();
+        }
+    });
+    released.store(true, Ordering::Release);
+    assert!(
+        done_rx.recv().unwrap(),
+        "the call waited for the other caller's job"
+    );
 }

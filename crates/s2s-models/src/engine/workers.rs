@@ -13,8 +13,8 @@
 //! thread, `--cpu-threads`); training is s2s-train's `data_parallel::split_over_cores`.
 
 use burn::tensor::Device;
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
 
 /// A sub-batch smaller than this is not worth a worker of its own: below it, the products of
 /// one step are too small to keep a core busy, and splitting them op by op is the better use.
@@ -90,7 +90,8 @@ static AWAKE_SCOPE: AtomicBool = AtomicBool::new(false);
 /// product gained (`RAYON_NUM_THREADS=2` decoded one sentence at a time more slowly than 1).
 /// Run inside the pool, the search's thread shares a product by pushing half of it onto its
 /// own queue, which a spinning thread takes within a microsecond. The spinning threads run only
-/// while `f` does, and take any other work queued in the pool meanwhile.
+/// while `f` does, and take any other work queued in the pool meanwhile; `f`'s caller never
+/// waits for them.
 pub fn run_with_helpers_awake<R: Send>(device: &Device, f: impl FnOnce() -> R + Send) -> R {
     let threads = rayon::current_num_threads();
     if *device != Device::flex()
@@ -108,22 +109,24 @@ pub fn run_with_helpers_awake<R: Send>(device: &Device, f: impl FnOnce() -> R + 
         }
     }
     let _close = Close;
-    /// Ends the scope's spinning when `f` returns or unwinds (a panic would otherwise leave the
-    /// helpers spinning and `rayon::scope` waiting for them).
-    struct Stop<'a>(&'a AtomicBool);
-    impl Drop for Stop<'_> {
+    /// Ends the helpers' spinning when `f` returns or unwinds.
+    struct Stop(Arc<AtomicBool>);
+    impl Drop for Stop {
         fn drop(&mut self) {
             self.0.store(true, Ordering::Release);
         }
     }
-    let stop = AtomicBool::new(false);
-    rayon::scope(|scope| {
+    let stop = Arc::new(AtomicBool::new(false));
+    // The helpers are detached (`rayon::spawn`, not the scope's): one that took a long job of
+    // another caller while spinning finishes it on its own, and `f`'s caller does not wait for
+    // it (with a scope's helpers it did: a server's search waited on another's batch).
+    rayon::scope(|_| {
         let runner = rayon::current_thread_index();
-        let stop = &stop;
         for _ in 1..threads {
-            scope.spawn(move |_| {
-                // The runner itself may pick a helper up while it waits inside `f`: spinning
-                // there would wait for the `f` it is part of.
+            let stop = Arc::clone(&stop);
+            rayon::spawn(move || {
+                // The runner itself may pick a helper up while it waits inside `f`, or after:
+                // spinning there would wait for the `f` it is part of.
                 if rayon::current_thread_index() == runner {
                     return;
                 }
@@ -136,7 +139,7 @@ pub fn run_with_helpers_awake<R: Send>(device: &Device, f: impl FnOnce() -> R + 
                 }
             });
         }
-        let _stop = Stop(stop);
+        let _stop = Stop(Arc::clone(&stop));
         f()
     })
 }
