@@ -29,6 +29,7 @@ use rand_chacha::rand_core::{RngCore, SeedableRng};
 use serde::{Deserialize, Serialize};
 
 use crate::Specials;
+use crate::audio::{Features, SpecAugment};
 
 /// Limits of a batch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -144,8 +145,71 @@ pub fn sequential_batches(lengths: &[(usize, usize)], cfg: &BatchConfig) -> Vec<
     pack(lengths, &order, cfg)
 }
 
+/// A speech batch's source: feature frames, row-major `[rows, len, bins]`, zero past each row's
+/// end.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BatchFrames {
+    /// The longest row's frames.
+    pub len: usize,
+    pub bins: usize,
+    /// Each row's number of real frames.
+    pub lens: Vec<usize>,
+    pub data: Vec<f32>,
+}
+
+impl BatchFrames {
+    /// Pads `utterances` to the longest.
+    pub fn new(utterances: &[&Features]) -> BatchFrames {
+        let bins = utterances.first().map_or(1, |f| f.bins);
+        let len = utterances.iter().map(|f| f.frames).max().unwrap_or(0);
+        let mut data = vec![0.0; utterances.len() * len * bins];
+        for (row, f) in data.chunks_mut((len * bins).max(1)).zip(utterances) {
+            assert_eq!(
+                f.bins, bins,
+                "every utterance of a data directory has the same bins"
+            );
+            row[..f.data.len()].copy_from_slice(&f.data);
+        }
+        BatchFrames {
+            len,
+            bins,
+            lens: utterances.iter().map(|f| f.frames).collect(),
+            data,
+        }
+    }
+
+    /// SpecAugment's masks on every row, row `r` drawn from `mix(seed, r)`: a function of the
+    /// seed and the batch only, so that resuming draws the same masks.
+    pub fn augment(&mut self, spec: &SpecAugment, seed: u64) {
+        if spec.is_off() {
+            return;
+        }
+        let width = self.len * self.bins;
+        for (r, &n) in self.lens.iter().enumerate() {
+            let row = &mut self.data[r * width..r * width + n * self.bins];
+            let mut f = Features {
+                frames: n,
+                bins: self.bins,
+                data: row.to_vec(),
+            };
+            spec.apply(&mut f, mix(seed ^ mix(r as u64)));
+            row.copy_from_slice(&f.data);
+        }
+    }
+
+    fn rows(&self, range: std::ops::Range<usize>) -> BatchFrames {
+        let width = self.len * self.bins;
+        BatchFrames {
+            len: self.len,
+            bins: self.bins,
+            lens: self.lens[range.clone()].to_vec(),
+            data: self.data[range.start * width..range.end * width].to_vec(),
+        }
+    }
+}
+
 /// A padded batch. All matrices are row-major, `batch_size` rows.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Batch {
     /// Number of pairs (rows).
     pub batch_size: usize,
@@ -169,6 +233,9 @@ pub struct Batch {
     pub tgt_mask: Vec<bool>,
     /// The ids the rows were built with.
     pub specials: Specials,
+    /// A speech batch's frames, which the model reads instead of `src` (then empty rows of
+    /// `<eos>`).
+    pub frames: Option<BatchFrames>,
 }
 
 impl Batch {
@@ -214,6 +281,7 @@ impl Batch {
             tgt_lens,
             tgt_mask,
             specials,
+            frames: None,
         }
     }
 
@@ -240,6 +308,7 @@ impl Batch {
             tgt_lens: self.tgt_lens[range.clone()].to_vec(),
             tgt_mask: self.tgt_mask[range.start * t..range.end * t].to_vec(),
             specials: self.specials,
+            frames: self.frames.as_ref().map(|f| f.rows(range)),
         }
     }
 

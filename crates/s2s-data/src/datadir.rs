@@ -7,11 +7,13 @@
 //!   `test.tgt`: the cleaned splits, UTF-8, one sentence per line, `\n` line ends.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
 use crate::Specials;
-use crate::batch::Batch;
+use crate::audio::{FbankConfig, Features, GlobalCmvn};
+use crate::batch::{Batch, BatchFrames};
 use crate::clean::{CleanConfig, clean_line};
 use crate::error::{DataError, Result};
 use crate::io::read_text_file;
@@ -46,6 +48,11 @@ impl SplitName {
         }
     }
 
+    /// File name of a speech split's features in DATA_DIR, e.g. `train.feats`.
+    pub fn feats_file(self) -> String {
+        format!("{}.feats", self.as_str())
+    }
+
     /// File names of the split's two sides in DATA_DIR, e.g. `("train.src", "train.tgt")`.
     pub fn file_names(self) -> (String, String) {
         (
@@ -72,6 +79,17 @@ pub struct DataToml {
     pub splits: SplitsInfo,
     /// The input files, with their hashes.
     pub sources: Vec<SourceFile>,
+    /// Speech: how the audio became features, and their normalisation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audio: Option<AudioOptions>,
+}
+
+/// How a speech DATA_DIR's audio became features: the extractor, and the training split's
+/// per-bin mean and deviation that every split (and inference) is normalised with.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AudioOptions {
+    pub fbank: FbankConfig,
+    pub cmvn: GlobalCmvn,
 }
 
 /// The options `s2s prepare` ran with (after defaults and detection).
@@ -222,6 +240,10 @@ pub struct SplitStats {
     /// one token.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub forms_with_spaces: Option<usize>,
+    /// Speech: the file of the split's features (`src_file` holds the audio paths, and
+    /// `src_tokens` counts frames).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub feats_file: Option<String>,
 }
 
 /// One input file.
@@ -245,10 +267,12 @@ pub struct SourceFile {
 }
 
 /// The sentences of one split, aligned.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct ParallelText {
     pub src: Vec<String>,
     pub tgt: Vec<String>,
+    /// Speech: each source's normalised features (`src` holds the audio paths).
+    pub frames: Option<Arc<[Features]>>,
 }
 
 impl ParallelText {
@@ -262,7 +286,7 @@ impl ParallelText {
 }
 
 /// Token ids of one split, aligned, without specials.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct EncodedSplit {
     pub src: Vec<Vec<u32>>,
     pub tgt: Vec<Vec<u32>>,
@@ -271,6 +295,8 @@ pub struct EncodedSplit {
     /// For a copy model ([`DataDir::encode_copy`]), each source's pieces behind its ids past the
     /// vocabulary; empty otherwise.
     pub src_words: Vec<crate::SourceWords>,
+    /// Speech: each source's normalised feature frames (its `src` row is then empty).
+    pub frames: Option<Arc<[Features]>>,
 }
 
 impl EncodedSplit {
@@ -282,13 +308,22 @@ impl EncodedSplit {
         self.src.is_empty()
     }
 
-    /// `(|x|, |y|)` for every pair: the input of [`crate::epoch_batches`].
+    /// `(|x|, |y|)` for every pair: the input of [`crate::epoch_batches`]. A speech source's
+    /// length is its number of frames.
     pub fn lengths(&self) -> Vec<(usize, usize)> {
-        self.src
-            .iter()
-            .zip(&self.tgt)
-            .map(|(x, y)| (x.len(), y.len()))
-            .collect()
+        match &self.frames {
+            Some(frames) => frames
+                .iter()
+                .zip(&self.tgt)
+                .map(|(x, y)| (x.frames, y.len()))
+                .collect(),
+            None => self
+                .src
+                .iter()
+                .zip(&self.tgt)
+                .map(|(x, y)| (x.len(), y.len()))
+                .collect(),
+        }
     }
 
     /// The pieces behind source `i`'s ids past the vocabulary (none without copying).
@@ -302,7 +337,12 @@ impl EncodedSplit {
             .iter()
             .map(|&i| (self.src[i].as_slice(), self.tgt[i].as_slice()))
             .collect();
-        Batch::from_pairs(&pairs, self.specials)
+        let mut batch = Batch::from_pairs(&pairs, self.specials);
+        if let Some(frames) = &self.frames {
+            let rows: Vec<&Features> = indices.iter().map(|&i| &frames[i]).collect();
+            batch.frames = Some(BatchFrames::new(&rows));
+        }
+        batch
     }
 }
 
@@ -328,8 +368,30 @@ impl DataDir {
         }
     }
 
-    /// Encodes a split with the two tokenizers.
+    /// The width of a model's source: the source vocabulary, or for speech the feature bins.
+    pub fn source_width(&self) -> usize {
+        match &self.meta.audio {
+            Some(audio) => audio.fbank.n_mels,
+            None => self.src_tokenizer.vocab_size(),
+        }
+    }
+
+    /// Encodes a split with the two tokenizers (speech: the transcripts, and the frames as they
+    /// are).
     pub fn encode(&self, text: &ParallelText) -> EncodedSplit {
+        if let Some(frames) = &text.frames {
+            return EncodedSplit {
+                src: vec![Vec::new(); text.len()],
+                tgt: text
+                    .tgt
+                    .iter()
+                    .map(|s| self.tgt_tokenizer.encode(s))
+                    .collect(),
+                specials: self.specials(),
+                src_words: Vec::new(),
+                frames: Some(frames.clone()),
+            };
+        }
         EncodedSplit {
             src: text
                 .src
@@ -346,6 +408,7 @@ impl DataDir {
                 .collect(),
             specials: self.specials(),
             src_words: Vec::new(),
+            frames: None,
         }
     }
 
@@ -365,6 +428,7 @@ impl DataDir {
             tgt: Vec::with_capacity(text.tgt.len()),
             specials: self.specials(),
             src_words: Vec::with_capacity(text.src.len()),
+            frames: None,
         };
         for (s, t) in text.src.iter().zip(&text.tgt) {
             let (ids, words) = self
@@ -479,9 +543,39 @@ pub fn load_data_dir(path: impl AsRef<Path>) -> Result<DataDir> {
                 });
             }
         }
+        let frames = match (&stats.feats_file, &meta.audio) {
+            (Some(file), Some(audio)) => {
+                let path = dir.join(file);
+                let mut feats = crate::audio::read_features(&path)?;
+                if feats.len() != stats.kept {
+                    return Err(DataError::BadDataDir {
+                        path,
+                        message: format!(
+                            "has {} utterances but data.toml records {}; fix: re-run `s2s prepare`",
+                            feats.len(),
+                            stats.kept
+                        ),
+                    });
+                }
+                for f in &mut feats {
+                    audio.cmvn.apply(f);
+                }
+                Some(Arc::from(feats))
+            }
+            (None, None) => None,
+            _ => {
+                return Err(DataError::BadDataDir {
+                    path: dir.join(DATA_TOML),
+                    message: "a speech split without its features, or features without the \
+                              audio options; fix: re-run `s2s prepare`"
+                        .into(),
+                });
+            }
+        };
         Ok(ParallelText {
             src: src.lines,
             tgt: tgt.lines,
+            frames,
         })
     };
     let train = load(&meta.splits.train)?;

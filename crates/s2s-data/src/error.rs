@@ -79,6 +79,11 @@ pub enum DataError {
     #[error("{0}")]
     Config(String),
 
+    /// An audio file (or a file of features) that cannot be used; the message says why and
+    /// how to fix it.
+    #[error("{}: {message}", path.display())]
+    Audio { path: PathBuf, message: String },
+
     /// The output directory exists and is not empty.
     #[error(
         "{}: the directory exists and is not empty; fix: pass --force to overwrite it, or choose another --out",

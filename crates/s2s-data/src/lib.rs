@@ -18,6 +18,7 @@
 //! Every error is a [`DataError`] whose message names the file, the line where there is one,
 //! and the fix.
 
+pub mod audio;
 pub mod batch;
 pub mod clean;
 pub mod copy;
@@ -74,7 +75,8 @@ impl Default for Specials {
 }
 
 pub use batch::{
-    Batch, BatchConfig, batch_cost, epoch_batches, pair_cost, sequential_batches, sorted_batches,
+    Batch, BatchConfig, BatchFrames, batch_cost, epoch_batches, pair_cost, sequential_batches,
+    sorted_batches,
 };
 pub use clean::{CleanConfig, clean_line};
 pub use copy::SourceWords;

@@ -32,10 +32,11 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::audio::{Fbank, FbankConfig, Features, GlobalCmvn};
 use crate::clean::{CleanConfig, clean_line, looks_chinese, looks_cjk};
 use crate::datadir::{
-    DATA_TOML, DataOptions, DataToml, FORMAT_VERSION, SRC_TOKENIZER_FILE, SourceFile, SplitName,
-    SplitStats, SplitsInfo, TGT_TOKENIZER_FILE, TokenizerInfo, TokenizersInfo,
+    AudioOptions, DATA_TOML, DataOptions, DataToml, FORMAT_VERSION, SRC_TOKENIZER_FILE, SourceFile,
+    SplitName, SplitStats, SplitsInfo, TGT_TOKENIZER_FILE, TokenizerInfo, TokenizersInfo,
 };
 use crate::error::{DataError, Result};
 use crate::io::{atomic_write, read_text_file, split_tsv};
@@ -65,6 +66,11 @@ pub enum CorpusSource {
     Tagged { path: PathBuf },
     /// One example per line, `LABEL text` or `LABEL<TAB>text` (classification).
     Labelled { path: PathBuf },
+    /// Speech: one utterance per line, `AUDIO_PATH<TAB>transcript`, paths relative to the
+    /// manifest's folder ([`crate::audio::digits::read_manifest`]).
+    Manifest { path: PathBuf },
+    /// Speech: a Kaldi data folder, `wav.scp` and `text`.
+    KaldiDir { path: PathBuf },
 }
 
 impl CorpusSource {
@@ -73,8 +79,11 @@ impl CorpusSource {
     fn format_tasks(&self) -> Option<(&'static [Task], &Path, &'static str)> {
         const TAGGING: &[Task] = &[Task::Tagging];
         const LABELLED: &[Task] = &[Task::Classification, Task::Generation];
+        const SPEECH: &[Task] = &[Task::Asr];
         match self {
             CorpusSource::Parallel { .. } | CorpusSource::Tsv { .. } => None,
+            CorpusSource::Manifest { path } => Some((SPEECH, path, "an audio manifest")),
+            CorpusSource::KaldiDir { path } => Some((SPEECH, path, "a Kaldi data folder")),
             CorpusSource::Conllu { path, .. } => Some((TAGGING, path, "a CoNLL-U file")),
             CorpusSource::Tagged { path } => Some((TAGGING, path, "a token/TAG file")),
             CorpusSource::Labelled { path } => Some((LABELLED, path, "a LABEL-text file")),
@@ -83,7 +92,7 @@ impl CorpusSource {
 }
 
 /// Options of [`prepare`].
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct PrepareConfig {
     /// What the data is for; decides the formats, tokenizers and checks (module docs).
     pub task: Task,
@@ -121,6 +130,8 @@ pub struct PrepareConfig {
     /// Language codes, recorded, and used as hints (e.g. `zh` selects `char`).
     pub src_lang: Option<String>,
     pub tgt_lang: Option<String>,
+    /// The features of a speech task's audio.
+    pub fbank: FbankConfig,
 }
 
 impl PrepareConfig {
@@ -146,6 +157,7 @@ impl PrepareConfig {
             clean: CleanConfig::default(),
             src_lang: None,
             tgt_lang: None,
+            fbank: FbankConfig::default(),
         }
     }
 }
@@ -271,6 +283,42 @@ fn read_raw(name: SplitName, source: &CorpusSource, task: Task) -> Result<RawSpl
             let f = read_tagged(path)?;
             Ok(labelled_raw(name, f, "tagged", (None, None), None))
         }
+        CorpusSource::Manifest { path } | CorpusSource::KaldiDir { path } => {
+            let (utterances, format) = match source {
+                CorpusSource::Manifest { .. } => (crate::audio::read_manifest(path)?, "manifest"),
+                _ => (crate::audio::read_kaldi_dir(path)?, "kaldi"),
+            };
+            let listing = if format == "kaldi" {
+                path.join("wav.scp")
+            } else {
+                path.clone()
+            };
+            let bytes = std::fs::read(&listing).map_err(|e| DataError::io(&listing, e))?;
+            let sources = vec![SourceFile {
+                split: name.as_str().to_owned(),
+                side: "both".to_owned(),
+                path: abs_path(path),
+                sha256: crate::io::sha256_hex(&bytes),
+                lines: utterances.len(),
+                format: format.to_owned(),
+                src_col: None,
+                tgt_col: None,
+            }];
+            let (src, tgt) = utterances
+                .into_iter()
+                .map(|(audio, text)| (abs_path(&audio), text))
+                .unzip();
+            Ok(RawSplit {
+                src,
+                tgt,
+                sources,
+                place: Place {
+                    files: vec![path.clone()],
+                    lines: None,
+                },
+                forms_with_spaces: None,
+            })
+        }
         CorpusSource::Labelled { path } => {
             let mut f = read_labelled(path)?;
             if task.label_side() == Some(LabelSide::Source) {
@@ -344,7 +392,12 @@ fn clean_split(
     let mut pairs = Vec::with_capacity(raw.src.len());
     let mut origin = Vec::with_capacity(raw.src.len());
     for (i, (s, t)) in raw.src.iter().zip(&raw.tgt).enumerate() {
-        let cs = clean_line(s, clean, src_zh);
+        // An audio path is a name, not text.
+        let cs = if task.reads_audio() {
+            s.clone()
+        } else {
+            clean_line(s, clean, src_zh)
+        };
         let ct = clean_line(t, clean, tgt_zh);
         stats.src_changed += usize::from(cs != *s);
         stats.tgt_changed += usize::from(ct != *t);
@@ -365,7 +418,7 @@ fn clean_split(
                 "the label `{ct}` is {labels} space-separated items after cleaning; fix: give \
                  each example exactly one label, without spaces"
             )),
-            Task::Tagging | Task::Classification | Task::Generation => None,
+            Task::Tagging | Task::Classification | Task::Generation | Task::Asr => None,
         };
         if let Some(problem) = shape_error {
             return Err(DataError::Config(format!(
@@ -405,7 +458,12 @@ fn length_pass(
         .into_iter()
         .zip(&split.origin)
     {
-        let mut src_ids = src_tok.encode(&s);
+        // Speech sources are measured in frames, once the features exist.
+        let mut src_ids = if task.reads_audio() {
+            Vec::new()
+        } else {
+            src_tok.encode(&s)
+        };
         let truncated = options.truncate_source(&mut src_ids);
         let tgt_ids = tgt_tok.encode(&t);
         let (ls, lt) = (src_ids.len(), tgt_ids.len());
@@ -523,6 +581,16 @@ fn tokenizer_kinds(
             cfg.src_tokenizer.unwrap_or(text_default(src_cjk)),
             cfg.tgt_tokenizer.unwrap_or(text_default(tgt_cjk)),
         )),
+        Task::Asr => {
+            if cfg.joint || cfg.src_tokenizer.is_some() {
+                return Err(DataError::Config(
+                    "asr reads audio, which has no tokenizer: the transcripts' tokenizer is the                      only one; fix: drop --joint and --src-tokenizer (choose it with                      --tgt-tokenizer or --tokenizer)"
+                        .into(),
+                ));
+            }
+            let t = cfg.tgt_tokenizer.unwrap_or(text_default(tgt_cjk));
+            Ok((t, t))
+        }
     }
 }
 
@@ -543,7 +611,7 @@ fn check_given_tokenizers(
     (src_path, tgt_path): (&Path, &Path),
 ) -> Result<()> {
     let sides: &[(&TextTokenizer, &Path)] = match task {
-        Task::Translation => &[],
+        Task::Translation | Task::Asr => &[],
         Task::Tagging => &[(src, src_path), (tgt, tgt_path)],
         Task::Classification => &[(tgt, tgt_path)],
         Task::Generation => &[(src, src_path)],
@@ -604,6 +672,13 @@ fn write_split(out: &Path, stats: &SplitStats, pairs: &[(String, String)]) -> Re
         atomic_write(&path, text.as_bytes()).map_err(|e| DataError::io(&path, e))?;
     }
     Ok(())
+}
+
+/// An utterance's log-mel features, at the feature extractor's sample rate.
+fn utterance_features(path: &Path, fbank: &Fbank) -> Result<Features> {
+    let audio = crate::audio::read_wav(path)?;
+    let audio = crate::audio::resample(&audio, fbank.config().sample_rate)?;
+    Ok(fbank.features(&audio.samples))
 }
 
 /// Runs the whole preparation and writes the data directory. `progress` is called with a short
@@ -745,6 +820,11 @@ pub fn prepare(cfg: &PrepareConfig, progress: &dyn Fn(&str)) -> Result<DataToml>
             )));
         }
         (s, t)
+    } else if task.reads_audio() {
+        // Saved as both sides, so that a DATA_DIR and a MODEL_DIR keep their usual files.
+        progress(&format!("training the transcripts' {tgt_kind} tokenizer"));
+        let t = train_tokenizer(&tgt_spec, train_pairs.iter().map(|p| p.1.as_str()))?;
+        (t.clone(), t)
     } else if cfg.joint {
         progress(&format!("training the joint {src_kind} tokenizer"));
         let texts = train_pairs
@@ -799,6 +879,22 @@ pub fn prepare(cfg: &PrepareConfig, progress: &dyn Fn(&str)) -> Result<DataToml>
         finals.push((name, kept, split.stats));
     }
 
+    // Speech: every utterance's features, before anything is written.
+    let mut features: Vec<Vec<Features>> = Vec::new();
+    if task.reads_audio() {
+        let fbank = Fbank::new(&cfg.fbank)?;
+        for (name, pairs, stats) in &mut finals {
+            progress(&format!("computing the {name} split's features"));
+            let feats = pairs
+                .iter()
+                .map(|(path, _)| utterance_features(Path::new(path), &fbank))
+                .collect::<Result<Vec<_>>>()?;
+            stats.src_tokens = feats.iter().map(|f| f.frames).sum();
+            stats.feats_file = Some(name.feats_file());
+            features.push(feats);
+        }
+    }
+
     // Write: splits, tokenizers, then data.toml last.
     progress(&format!("writing {}", cfg.out.display()));
     std::fs::create_dir_all(&cfg.out).map_err(|e| DataError::io(&cfg.out, e))?;
@@ -807,7 +903,8 @@ pub fn prepare(cfg: &PrepareConfig, progress: &dyn Fn(&str)) -> Result<DataToml>
         // A stale record would describe files about to change; stale splits would mislead.
         for name in SplitName::ALL {
             let (s, t) = name.file_names();
-            for f in [old_record.clone(), cfg.out.join(s), cfg.out.join(t)] {
+            let feats = cfg.out.join(name.feats_file());
+            for f in [old_record.clone(), cfg.out.join(s), cfg.out.join(t), feats] {
                 match std::fs::remove_file(&f) {
                     Ok(()) => {}
                     Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
@@ -819,6 +916,20 @@ pub fn prepare(cfg: &PrepareConfig, progress: &dyn Fn(&str)) -> Result<DataToml>
     for (_, pairs, stats) in &finals {
         write_split(&cfg.out, stats, pairs)?;
     }
+    for ((_, _, stats), feats) in finals.iter().zip(&features) {
+        let file = stats
+            .feats_file
+            .as_deref()
+            .expect("speech splits name their features");
+        crate::audio::write_features(&cfg.out.join(file), feats)?;
+    }
+    let audio = match features.first() {
+        Some(train) => Some(AudioOptions {
+            fbank: cfg.fbank.clone(),
+            cmvn: GlobalCmvn::from_features(train.iter())?,
+        }),
+        None => None,
+    };
     match &cfg.tokenizers_from {
         // Byte for byte: a model's tokenizer files are how `train --init` recognises its data.
         Some((src, tgt)) => {
@@ -866,6 +977,7 @@ pub fn prepare(cfg: &PrepareConfig, progress: &dyn Fn(&str)) -> Result<DataToml>
         },
         splits,
         sources,
+        audio,
     };
     crate::datadir::write_data_toml(&cfg.out, &record)?;
     Ok(record)

@@ -19,6 +19,8 @@ pub enum Task {
     /// 1 vs N: a target sequence from a condition of one label (or a few), such as a question
     /// of a given type.
     Generation,
+    /// Speech recognition: a transcript from audio, read as feature frames ([`crate::audio`]).
+    Asr,
 }
 
 /// The side of a pair that holds labels rather than text.
@@ -29,11 +31,12 @@ pub enum LabelSide {
 }
 
 impl Task {
-    pub const ALL: [Task; 4] = [
+    pub const ALL: [Task; 5] = [
         Task::Translation,
         Task::Tagging,
         Task::Classification,
         Task::Generation,
+        Task::Asr,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -42,6 +45,7 @@ impl Task {
             Task::Tagging => "tagging",
             Task::Classification => "classification",
             Task::Generation => "generation",
+            Task::Asr => "asr",
         }
     }
 
@@ -49,7 +53,7 @@ impl Task {
     /// labels of the labelling tasks, the condition of generation.
     pub fn label_side(self) -> Option<LabelSide> {
         match self {
-            Task::Translation => None,
+            Task::Translation | Task::Asr => None,
             Task::Tagging | Task::Classification => Some(LabelSide::Target),
             Task::Generation => Some(LabelSide::Source),
         }
@@ -59,6 +63,11 @@ impl Task {
     /// sequence of its own (translation, generation, which an encoder-decoder does).
     pub fn labels_input(self) -> bool {
         self.label_side() == Some(LabelSide::Target)
+    }
+
+    /// Whether the source is audio (feature frames) rather than text.
+    pub fn reads_audio(self) -> bool {
+        self == Task::Asr
     }
 }
 
@@ -76,7 +85,7 @@ impl std::str::FromStr for Task {
             .find(|t| t.as_str() == s)
             .ok_or_else(|| {
                 DataError::Config(format!(
-                    "unknown task `{s}`; fix: use translation, tagging, classification or generation"
+                    "unknown task `{s}`; fix: use translation, tagging, classification, generation or asr"
                 ))
             })
     }

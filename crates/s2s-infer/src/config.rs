@@ -48,6 +48,8 @@ pub enum BestBy {
     Accuracy,
     /// Validation loss (the only score of generation, whose outputs have no one right answer).
     Loss,
+    /// Validation word error rate, lower is better (speech recognition).
+    Wer,
 }
 
 impl BestBy {
@@ -57,6 +59,7 @@ impl BestBy {
             Task::Translation => BestBy::Bleu,
             Task::Tagging | Task::Classification => BestBy::Accuracy,
             Task::Generation => BestBy::Loss,
+            Task::Asr => BestBy::Wer,
         }
     }
 }
@@ -113,6 +116,10 @@ pub struct TrainConfig {
     /// this fraction of the run's steps, at its end, for `s2s average`.
     pub average_span: f64,
     pub seed: u64,
+    /// Speech: SpecAugment's time and frequency masks on the training batches (off by
+    /// default; `[train.spec_augment]`).
+    #[serde(skip_serializing_if = "s2s_data::audio::SpecAugment::is_off")]
+    pub spec_augment: s2s_data::audio::SpecAugment,
 }
 
 impl Default for TrainConfig {
@@ -146,6 +153,7 @@ impl Default for TrainConfig {
             keep_last: 1,
             average_span: 0.2,
             seed: 1,
+            spec_augment: s2s_data::audio::SpecAugment::default(),
         }
     }
 }
@@ -278,10 +286,12 @@ impl RunConfig {
             Task::Translation => "\"bleu\" or \"loss\"",
             Task::Tagging | Task::Classification => "\"accuracy\" or \"loss\"",
             Task::Generation => "\"loss\"",
+            Task::Asr => "\"wer\" or \"loss\"",
         };
         let fits = match self.train.best_by {
             BestBy::Bleu => task == Task::Translation,
             BestBy::Accuracy => task.labels_input(),
+            BestBy::Wer => task == Task::Asr,
             BestBy::Loss => true,
         };
         if !fits {

@@ -27,6 +27,9 @@ pub struct MetricsRecord {
     /// Percent of validation labels right (tagging, classification).
     #[serde(default = "absent", with = "finite_or_null")]
     pub valid_accuracy: f64,
+    /// Percent word error rate of greedy validation transcripts (speech).
+    #[serde(default = "absent", with = "finite_or_null")]
+    pub valid_wer: f64,
     #[serde(default = "absent", with = "finite_or_null")]
     pub tokens_per_sec: f64,
     #[serde(default = "absent", with = "finite_or_null")]
@@ -39,7 +42,7 @@ pub struct MetricsRecord {
 
 impl MetricsRecord {
     /// The validation in words, as training prints it: `valid loss L, ppl P`, then the task's
-    /// score where it has one (`accuracy A%` or `BLEU B`; generation has none).
+    /// score where it has one (`accuracy A%`, `WER W%` or `BLEU B`; generation has none).
     pub fn validation_summary(&self) -> String {
         let mut out = format!(
             "valid loss {:.3}, ppl {:.2}",
@@ -47,6 +50,8 @@ impl MetricsRecord {
         );
         if self.valid_accuracy.is_finite() {
             out += &format!(", accuracy {:.2}%", self.valid_accuracy);
+        } else if self.valid_wer.is_finite() {
+            out += &format!(", WER {:.2}%", self.valid_wer);
         } else if self.valid_bleu.is_finite() {
             out += &format!(", BLEU {:.2}", self.valid_bleu);
         }
@@ -115,6 +120,7 @@ mod tests {
             valid_ppl: valid_loss.exp(),
             valid_bleu: f64::NAN,
             valid_accuracy: 91.5,
+            valid_wer: f64::NAN,
             tokens_per_sec: 100.0,
             elapsed_sec: 1.5,
             lr: 1e-3,

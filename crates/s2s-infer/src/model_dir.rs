@@ -151,10 +151,26 @@ pub fn load(dir: &Path, device: &Device) -> Result<LoadedModel, InferError> {
     let (src_tokenizer, tgt_tokenizer) =
         TextTokenizer::pair_from_files(dir.join(SRC_TOKENIZER), dir.join(TGT_TOKENIZER))
             .map_err(|e| InferError::Config(e.to_string()))?;
-    for (t, name, want) in [
-        (&src_tokenizer, SRC_TOKENIZER, run.src_vocab),
-        (&tgt_tokenizer, TGT_TOKENIZER, run.tgt_vocab),
-    ] {
+    // A speech model's source is frames of the data's bins, not the (transcripts') tokens.
+    let src_side = match &data.audio {
+        Some(audio) => {
+            if audio.fbank.n_mels != run.src_vocab {
+                return Err(InferError::Config(format!(
+                    "{} records {} mel bins but {CONFIG} says the model reads {}: the data record does not belong to this model",
+                    dir.join(DATA_TOML).display(),
+                    audio.fbank.n_mels,
+                    run.src_vocab
+                )));
+            }
+            None
+        }
+        None => Some((&src_tokenizer, SRC_TOKENIZER, run.src_vocab)),
+    };
+    for (t, name, want) in
+        src_side
+            .into_iter()
+            .chain([(&tgt_tokenizer, TGT_TOKENIZER, run.tgt_vocab)])
+    {
         if t.vocab_size() != want {
             return Err(InferError::Config(format!(
                 "{} has {} tokens but {CONFIG} says the model's vocabulary has {want}: the tokenizer does not belong to this model; copy the one it was trained with",

@@ -43,6 +43,7 @@ pub fn quantize(model_dir: &Path, out: &Path, force: bool) -> Result<Quantized, 
     let float = model_dir::float_weights(model_dir, "quantising")?;
     let family = match &run.model {
         s2s_models::ModelConfig::Transformer(t) if t.copy => Some("a copy model"),
+        s2s_models::ModelConfig::Transformer(t) if t.speech.is_some() => Some("a speech model"),
         s2s_models::ModelConfig::Transformer(_) => None,
         s2s_models::ModelConfig::Rnn(_) => Some("a recurrent model"),
         s2s_models::ModelConfig::ConvS2S(_) => Some("a ConvS2S model"),
@@ -50,7 +51,7 @@ pub fn quantize(model_dir: &Path, out: &Path, force: bool) -> Result<Quantized, 
     };
     if let Some(family) = family {
         return Err(InferError::Config(format!(
-            "{} holds {family}: int8 inference covers the Transformer without copying, so translate it in f32 as it is",
+            "{} holds {family}: int8 inference covers the text Transformer without copying, so translate it in f32 as it is",
             model_dir.display()
         )));
     }

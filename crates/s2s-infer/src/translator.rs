@@ -7,11 +7,16 @@
 //!      -> search over the model (s2s_models::decoder::translate_all: batches, cores, kernels)
 //!      -> ids -> target tokenizer -> text, tokens, scores, attention labelled with tokens
 //! ```
+//!
+//! A speech model's "text" is the path of a WAV file: read, resampled and turned into
+//! normalised features as its data directory's were, then searched the same way; its attention
+//! columns are labelled with the time (seconds) each encoder position starts at.
 
 use crate::InferError;
 use crate::model_dir::{self, LoadedModel};
 use burn::tensor::Device;
-use s2s_search::{Hypothesis, SearchConfig};
+use s2s_models::speech::Frames;
+use s2s_search::{Hypothesis, SearchConfig, Source};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
@@ -219,8 +224,8 @@ impl Translator {
         }
     }
 
-    /// The teacher-forced log-probability of each reference given its source (see
-    /// [`s2s_models::scoring`]), `batch_size` pairs at a time: perplexity is
+    /// The teacher-forced log-probability of each reference given its source (a speech model's:
+    /// a WAV path; see [`s2s_models::scoring`]), `batch_size` pairs at a time: perplexity is
     /// `exp(-sum(logprob) / sum(tokens))`. A labeller's references are its labels: as many tags as
     /// source tokens for a tagger, one label for a classifier; an error names the first pair
     /// (1-based) that has another shape.
@@ -237,6 +242,22 @@ impl Translator {
                 refs.len()
             )));
         }
+        let l = &self.loaded;
+        if self.reads_audio() {
+            let frames = self.audio_frames(sources)?;
+            let pairs: Vec<(Vec<u32>, Vec<u32>)> = refs
+                .iter()
+                .map(|r| (Vec::new(), self.encode_target(r, &[])))
+                .collect();
+            return Ok(s2s_models::scoring::score_all(
+                &l.model,
+                &l.device,
+                &pairs,
+                Some(&frames),
+                self.specials(),
+                batch_size,
+            ));
+        }
         let pairs: Vec<(Vec<u32>, Vec<u32>)> = sources
             .iter()
             .zip(refs)
@@ -246,7 +267,6 @@ impl Translator {
                 (src, target)
             })
             .collect();
-        let l = &self.loaded;
         if let Some(labeller) = l.model.as_labeller() {
             let per_token = labeller.cfg.head.per_token();
             for (i, (src, labels)) in pairs.iter().enumerate() {
@@ -269,6 +289,7 @@ impl Translator {
             &l.model,
             &l.device,
             &pairs,
+            None,
             self.specials(),
             batch_size,
         ))
@@ -376,14 +397,76 @@ impl Translator {
             .collect()
     }
 
+    /// Whether the model transcribes audio: its inputs are paths of WAV files.
+    pub fn reads_audio(&self) -> bool {
+        self.loaded.data.audio.is_some()
+    }
+
+    /// The model's view of the audio file at each path: its features, normalised as in
+    /// training.
+    pub fn audio_frames(&self, paths: &[String]) -> Result<Vec<Frames>, InferError> {
+        let audio =
+            self.loaded.data.audio.as_ref().ok_or_else(|| {
+                InferError::Request("this model reads text, not audio".to_owned())
+            })?;
+        let fbank = s2s_data::audio::Fbank::new(&audio.fbank)
+            .map_err(|e| InferError::Config(e.to_string()))?;
+        paths
+            .iter()
+            .map(|path| {
+                let wav = s2s_data::audio::read_wav(Path::new(path))
+                    .and_then(|w| s2s_data::audio::resample(&w, audio.fbank.sample_rate))
+                    .map_err(|e| InferError::Request(e.to_string()))?;
+                let mut f = fbank.features(&wav.samples);
+                audio.cmvn.apply(&mut f);
+                Ok(Frames(std::sync::Arc::new(f)))
+            })
+            .collect()
+    }
+
+    /// Transcribes the WAV files at `paths` (a speech model's [`Translator::translate`]).
+    fn transcribe(
+        &self,
+        paths: &[String],
+        cfg: &SearchConfig,
+        batch_size: usize,
+    ) -> Result<Vec<Translation>, InferError> {
+        let l = &self.loaded;
+        let frames = self.audio_frames(paths)?;
+        let results = s2s_models::decoder::translate_all(
+            &l.model,
+            &l.device,
+            l.run.tgt_vocab,
+            &frames,
+            cfg,
+            batch_size,
+        )?;
+        let hop = l.data.audio.as_ref().map_or(0.0, |a| a.fbank.hop_ms) / 1000.0;
+        Ok(paths
+            .iter()
+            .zip(&frames)
+            .zip(&results)
+            .map(|((path, f), hyps)| {
+                // Encoder position j covers frames from 4j on (s2s_models::speech).
+                let times: Vec<String> = (0..Source::len(f))
+                    .map(|j| format!("{:.2}s", (4 * j) as f32 * hop))
+                    .collect();
+                self.describe_tokens(path, times, &[], hyps)
+            })
+            .collect())
+    }
+
     /// Translates every text: [`Translator::encode`], [`Translator::search`], then
-    /// [`Translator::describe`].
+    /// [`Translator::describe`]. A speech model's texts are WAV paths.
     pub fn translate(
         &self,
         texts: &[String],
         cfg: &SearchConfig,
         batch_size: usize,
     ) -> Result<Vec<Translation>, InferError> {
+        if self.reads_audio() {
+            return self.transcribe(texts, cfg, batch_size);
+        }
         let sources = self.encode_all(texts);
         let results = self.search(&sources, cfg, batch_size)?;
         Ok(texts
@@ -401,6 +484,19 @@ impl Translator {
         cfg: &SearchConfig,
         batch_size: usize,
     ) -> Result<Vec<String>, InferError> {
+        if self.reads_audio() {
+            let out = self.transcribe(texts, cfg, batch_size)?;
+            return Ok(out
+                .into_iter()
+                .map(|t| {
+                    t.hyps
+                        .into_iter()
+                        .next()
+                        .map(|h| h.text)
+                        .unwrap_or_default()
+                })
+                .collect());
+        }
         Ok(self
             .search(&self.encode_all(texts), cfg, batch_size)?
             .iter()
@@ -415,20 +511,31 @@ impl Translator {
 
     /// One source sentence's hypotheses with their text, tokens and labelled attention.
     pub fn describe(&self, text: &str, src: &[u32], hyps: &[Hypothesis]) -> Translation {
-        let tgt_tokenizer = &self.loaded.tgt_tokenizer;
         let words = self.source_words(text);
         let src_tokens = self.loaded.src_tokenizer.tokens_copied(src, &words);
+        self.describe_tokens(text, src_tokens, &words, hyps)
+    }
+
+    /// [`Translator::describe`] of a source whose tokens (attention columns) are given.
+    fn describe_tokens(
+        &self,
+        text: &str,
+        src_tokens: Vec<String>,
+        words: &[String],
+        hyps: &[Hypothesis],
+    ) -> Translation {
+        let tgt_tokenizer = &self.loaded.tgt_tokenizer;
         let hyps = hyps
             .iter()
             .map(|h| {
-                let tokens = tgt_tokenizer.tokens_copied(&h.tokens, &words);
+                let tokens = tgt_tokenizer.tokens_copied(&h.tokens, words);
                 let attention = h.attention.as_ref().map(|rows| Attention {
                     src: attention_columns(&src_tokens, &self.eos, rows),
                     tgt: tokens.iter().cloned().chain([self.eos.clone()]).collect(),
                     mean: rows.clone(),
                 });
                 Hyp {
-                    text: tgt_tokenizer.decode_copied(&h.tokens, &words),
+                    text: tgt_tokenizer.decode_copied(&h.tokens, words),
                     score: h.score,
                     logprob: h.logprob,
                     tokens,

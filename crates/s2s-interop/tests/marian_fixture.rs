@@ -11,7 +11,7 @@ use s2s_data::TextTokenizer;
 use s2s_infer::Translator;
 use s2s_infer::model_dir::{SRC_TOKENIZER, TGT_TOKENIZER};
 use s2s_interop::marian;
-use s2s_models::PaddedIds;
+use s2s_models::PaddedSource;
 use s2s_search::{LengthPenalty, SearchConfig, Strategy};
 use serde_json::Value;
 
@@ -93,7 +93,7 @@ fn decoding_matches_marian_tokenizer() {
 fn logits(dir: &Path, source: &[u32], decoder_input: &[u32]) -> Vec<f32> {
     let t = Translator::load(dir, &device()).unwrap();
     let model = &t.loaded().model;
-    let src = PaddedIds::new(&[source.to_vec()], t.specials().pad, &device());
+    let src = PaddedSource::new(&[source.to_vec()], t.specials().pad, &device());
     let tgt: Vec<i64> = decoder_input.iter().map(|&x| x as i64).collect();
     let tgt: Tensor<2, Int> =
         Tensor::from_data(TensorData::new(tgt, [1, decoder_input.len()]), &device());

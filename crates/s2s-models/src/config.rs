@@ -37,6 +37,7 @@ impl ModelConfig {
         match self {
             ModelConfig::Labeller(c) if c.head.per_token() => Task::Tagging,
             ModelConfig::Labeller(_) => Task::Classification,
+            ModelConfig::Transformer(c) if c.speech.is_some() => Task::Asr,
             _ => Task::Translation,
         }
     }
@@ -94,6 +95,8 @@ pub fn preset_names() -> Vec<&'static str> {
         "transformer-tiny",
         "transformer-small",
         "transformer-base",
+        "speech-transformer-tiny",
+        "speech-transformer-small",
         "convs2s-tiny",
         "convs2s-small",
         "bilstm-tagger",
@@ -191,7 +194,20 @@ fn transformer(
         zero_start: false,
         alignment_layer: None,
         copy: false,
+        speech: None,
     }
+}
+
+/// A Transformer that reads feature frames through [`crate::speech`]'s front end (the
+/// Speech-Transformer shape): no source embeddings to share.
+fn speech_transformer(transformer: TransformerConfig, channels: usize) -> ModelConfig {
+    ModelConfig::Transformer(TransformerConfig {
+        speech: Some(crate::speech::SpeechConfig {
+            channels,
+            ..Default::default()
+        }),
+        ..transformer
+    })
 }
 
 fn convs2s(emb: usize, hidden: usize, layers: usize, dropout: f64) -> ConvS2SConfig {
@@ -217,6 +233,9 @@ fn non_recurrent(name: &str) -> Option<ModelConfig> {
         "transformer-small" => ModelConfig::Transformer(transformer(256, 4, 3, 1024, 0.1)),
         // Vaswani 2017's base model.
         "transformer-base" => ModelConfig::Transformer(transformer(512, 8, 6, 2048, 0.1)),
+        "speech-transformer-tiny" => speech_transformer(transformer(64, 2, 2, 128, 0.0), 8),
+        // The speech recipes' model: transformer-small's layers over a 32-channel front end.
+        "speech-transformer-small" => speech_transformer(transformer(256, 4, 3, 1024, 0.1), 32),
         "convs2s-tiny" => ModelConfig::ConvS2S(ConvS2SConfig {
             max_positions: 256,
             ..convs2s(64, 64, 3, 0.0)
@@ -258,7 +277,10 @@ pub fn preset(name: &str) -> Option<ModelConfig> {
     {
         return labelling(name);
     }
-    if name.starts_with("transformer") || name.starts_with("convs2s") {
+    if name.starts_with("transformer")
+        || name.starts_with("speech-transformer")
+        || name.starts_with("convs2s")
+    {
         return non_recurrent(name);
     }
     let (base, tiny) = match name.strip_suffix("-tiny") {

@@ -4,19 +4,74 @@
 use crate::convs2s::ConvS2SState;
 use crate::engine::{self, packed, row_ids};
 use crate::rnn::{DecState, EncCtx};
+use crate::speech::Frames;
 use crate::transformer::TransformerState;
-use crate::{PaddedIds, Seq2SeqModel, ids_1d};
+use crate::{PaddedSource, Seq2SeqModel, ids_1d};
 use burn::tensor::activation::log_softmax;
 use burn::tensor::{Device, Int, Tensor};
 use s2s_search::step::{StepModel, StepOutput};
+use s2s_search::{Source, SpecialTokens};
 
-/// A trained model on an inference device (no autodiff), ready to be searched.
-pub struct Decoder<'a> {
+/// A source as a model reads it: token ids (`Vec<u32>`, without the `<eos>` the batch adds), or
+/// a speech model's feature frames ([`Frames`]).
+pub trait ModelSource: Source + Clone + Send + Sync {
+    /// The padded batch of `sources` on `device`.
+    fn pad_batch(sources: &[Self], special: &SpecialTokens, device: &Device) -> PaddedSource;
+
+    /// Its token ids (none for frames).
+    fn token_ids(&self) -> &[u32];
+}
+
+impl ModelSource for Vec<u32> {
+    fn pad_batch(sources: &[Self], special: &SpecialTokens, device: &Device) -> PaddedSource {
+        // Sources end with <eos>, as in training batches.
+        let rows: Vec<Vec<u32>> = sources
+            .iter()
+            .map(|s| s.iter().copied().chain([special.eos]).collect())
+            .collect();
+        PaddedSource::new(&rows, special.pad, device)
+    }
+
+    fn token_ids(&self) -> &[u32] {
+        self
+    }
+}
+
+impl ModelSource for Frames {
+    fn pad_batch(sources: &[Self], _special: &SpecialTokens, device: &Device) -> PaddedSource {
+        Frames::pad_batch(sources, device)
+    }
+
+    fn token_ids(&self) -> &[u32] {
+        &[]
+    }
+}
+
+/// A trained model on an inference device (no autodiff), ready to search sources of type `S`.
+pub struct Decoder<'a, S = Vec<u32>> {
     pub model: &'a Seq2SeqModel,
     pub device: Device,
     /// `pad` pads sources; `eos` ends each of them.
-    pub special: s2s_search::SpecialTokens,
+    pub special: SpecialTokens,
     pub vocab_size: usize,
+    sources: std::marker::PhantomData<fn(&S)>,
+}
+
+impl<'a, S> Decoder<'a, S> {
+    pub fn new(
+        model: &'a Seq2SeqModel,
+        device: Device,
+        special: SpecialTokens,
+        vocab_size: usize,
+    ) -> Self {
+        Self {
+            model,
+            device,
+            special,
+            vocab_size,
+            sources: std::marker::PhantomData,
+        }
+    }
 }
 
 /// Incremental state of all live rows.
@@ -50,28 +105,28 @@ fn to_host(t: Tensor<2>) -> Vec<f32> {
     t.into_data().try_into_vec::<f32>().expect("float tensor")
 }
 
-impl StepModel for Decoder<'_> {
+impl<S: ModelSource> StepModel for Decoder<'_, S> {
     type State = DecodeState;
+    type Source = S;
 
     fn vocab_size(&self) -> usize {
         self.vocab_size
     }
 
-    fn start(&self, sources: &[Vec<u32>]) -> DecodeState {
-        // Sources end with <eos>, as in training batches.
-        let rows: Vec<Vec<u32>> = sources
-            .iter()
-            .map(|s| s.iter().copied().chain([self.special.eos]).collect())
-            .collect();
-        let src = PaddedIds::new(&rows, self.special.pad, &self.device);
-        let src_len = src.ids.dims()[1];
+    fn start(&self, sources: &[S]) -> DecodeState {
+        let src = S::pad_batch(sources, &self.special, &self.device);
+        // What attention spans: the tokens, or the frames after the speech front end.
+        let src_len = match &src.frames {
+            Some(_) => crate::speech::subsampled_len(src.pad.dims()[1]),
+            None => src.ids.dims()[1],
+        };
         let copy_src = self.model.copy_gate().map(|_| src.ids.clone());
         let model = match self.model {
             Seq2SeqModel::Rnn(m) => {
                 let (enc, dec) = m.encode(src.ids, src.pad);
                 ModelState::Rnn { enc, dec }
             }
-            Seq2SeqModel::Transformer(m) => ModelState::Transformer(m.start(src.ids, src.pad)),
+            Seq2SeqModel::Transformer(m) => ModelState::Transformer(m.start(&src)),
             Seq2SeqModel::ConvS2S(m) => ModelState::ConvS2S(m.start(src.ids, src.pad)),
             Seq2SeqModel::Labeller(_) => {
                 panic!("a labeller has no decoder to search: label with Labeller::predict")
@@ -180,27 +235,101 @@ impl StepModel for Decoder<'_> {
 
 /// Decodes many sentences in length-sorted batches of at most `batch_size`, returning each
 /// sentence's n-best in input order. Search is batch-invariant, so the batching only changes speed.
-pub fn translate_all(
+pub fn translate_all<S: ModelSource>(
     model: &Seq2SeqModel,
     device: &Device,
     vocab_size: usize,
-    sources: &[Vec<u32>],
+    sources: &[S],
     cfg: &s2s_search::SearchConfig,
     batch_size: usize,
 ) -> Result<Vec<Vec<s2s_search::Hypothesis>>, s2s_search::SearchError> {
     // A copy model outputs over its extended vocabulary, as wide as the largest source id needs.
     let vocab_size = match model.copy_gate() {
-        Some(_) => crate::copy::extended_width(sources.iter().flatten().copied(), vocab_size),
+        Some(_) => crate::copy::extended_width(
+            sources.iter().flat_map(|s| s.token_ids()).copied(),
+            vocab_size,
+        ),
         None => vocab_size,
     };
-    let decoder = Decoder {
-        model,
-        device: device.clone(),
-        special: cfg.special,
-        vocab_size,
+    if cfg.strategy == s2s_search::Strategy::Ctc {
+        return ctc_best_paths(model, device, vocab_size, sources, cfg, batch_size);
+    }
+    let decoder = Decoder::new(model, device.clone(), cfg.special, vocab_size);
+    translate_with(&decoder, sources, cfg, batch_size)
+}
+
+/// [`s2s_search::Strategy::Ctc`]: for every source, the best path of a speech model's CTC head
+/// (blank = the padding id, as in training), in batches of `batch_size`.
+fn ctc_best_paths<S: ModelSource>(
+    model: &Seq2SeqModel,
+    device: &Device,
+    vocab_size: usize,
+    sources: &[S],
+    cfg: &s2s_search::SearchConfig,
+    batch_size: usize,
+) -> Result<Vec<Vec<s2s_search::Hypothesis>>, s2s_search::SearchError> {
+    cfg.validate(vocab_size)?;
+    let no_head = || {
+        s2s_search::SearchError::InvalidConfig(
+            "CTC decoding needs a speech model trained with joint CTC ([model.speech] \
+             ctc_weight > 0); decode this one with greedy or beam search"
+                .into(),
+        )
     };
+    let Seq2SeqModel::Transformer(transformer) = model else {
+        return Err(no_head());
+    };
+    let blank = cfg.special.pad as usize;
+    let mut out = Vec::with_capacity(sources.len());
+    for chunk in sources.chunks(batch_size.max(1)) {
+        let batch = S::pad_batch(chunk, &cfg.special, device);
+        let (log_probs, pad) = transformer.ctc_outputs(&batch).ok_or_else(no_head)?;
+        let [rows, positions, vocab] = log_probs.dims();
+        let log_probs = log_probs
+            .into_data()
+            .try_into_vec::<f32>()
+            .expect("float tensor");
+        let pad = to_host(pad.float());
+        for r in 0..rows {
+            let mut hyp = s2s_search::Hypothesis {
+                tokens: Vec::new(),
+                score: 0.0,
+                logprob: 0.0,
+                token_logprobs: Vec::new(),
+                attention: None,
+            };
+            let mut previous = blank;
+            for p in (0..positions).filter(|&p| pad[r * positions + p] == 0.0) {
+                let at = &log_probs[(r * positions + p) * vocab..][..vocab];
+                let (best, &lp) = at
+                    .iter()
+                    .enumerate()
+                    .max_by(|a, b| a.1.total_cmp(b.1))
+                    .expect("a vocabulary");
+                hyp.logprob += lp;
+                if best != blank && best != previous {
+                    hyp.tokens.push(best as u32);
+                    hyp.token_logprobs.push(lp);
+                }
+                previous = best;
+            }
+            // The entry of <eos>, which a CTC path does not emit.
+            hyp.token_logprobs.push(0.0);
+            hyp.score = hyp.logprob;
+            out.push(vec![hyp]);
+        }
+    }
+    Ok(out)
+}
+
+fn translate_with<S: ModelSource>(
+    decoder: &Decoder<S>,
+    sources: &[S],
+    cfg: &s2s_search::SearchConfig,
+    batch_size: usize,
+) -> Result<Vec<Vec<s2s_search::Hypothesis>>, s2s_search::SearchError> {
     let mut order: Vec<usize> = (0..sources.len()).collect();
-    order.sort_by_key(|&i| std::cmp::Reverse(sources[i].len()));
+    order.sort_by_key(|&i| std::cmp::Reverse(Source::len(&sources[i])));
     let mut out: Vec<Vec<s2s_search::Hypothesis>> = vec![Vec::new(); sources.len()];
     // One packing scope around all the batches keeps the packed weights from one batch to the
     // next: with a scope per search only, they were packed again for every batch, that is for
@@ -209,7 +338,7 @@ pub fn translate_all(
         for chunk in order.chunks(batch_size.max(1)) {
             for (&i, hyps) in chunk
                 .iter()
-                .zip(search_on_workers(&decoder, sources, chunk, cfg)?)
+                .zip(search_on_workers(decoder, sources, chunk, cfg)?)
             {
                 out[i] = hyps;
             }
@@ -221,14 +350,14 @@ pub fn translate_all(
 /// Searches the batch `sources[chunk]`, split over the CPU's cores when it is large enough
 /// ([`engine::workers`]). Sentence `chunk[j]` goes to worker `j % workers`: the chunk is sorted by
 /// length, so every worker gets long and short sentences alike. Results are in `chunk` order.
-fn search_on_workers(
-    decoder: &Decoder,
-    sources: &[Vec<u32>],
+fn search_on_workers<S: ModelSource>(
+    decoder: &Decoder<S>,
+    sources: &[S],
     chunk: &[usize],
     cfg: &s2s_search::SearchConfig,
 ) -> Result<Vec<Vec<s2s_search::Hypothesis>>, s2s_search::SearchError> {
     let workers = engine::workers::worker_count(&decoder.device, chunk.len());
-    let mut parts: Vec<Vec<Vec<u32>>> = (0..workers)
+    let mut parts: Vec<Vec<S>> = (0..workers)
         .map(|w| {
             let rows = chunk.iter().skip(w).step_by(workers);
             rows.map(|&i| sources[i].clone()).collect()
@@ -255,9 +384,9 @@ fn search_on_workers(
 
 /// One search, with every weight packed for the matrix kernels once ([`packed`]; the scope is per
 /// thread, so a worker opens its own).
-fn search(
-    decoder: &Decoder,
-    sources: &[Vec<u32>],
+fn search<S: ModelSource>(
+    decoder: &Decoder<S>,
+    sources: &[S],
     cfg: &s2s_search::SearchConfig,
 ) -> Result<Vec<Vec<s2s_search::Hypothesis>>, s2s_search::SearchError> {
     packed::with_packed_weights(|| s2s_search::search(decoder, sources, cfg))

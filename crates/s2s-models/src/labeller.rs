@@ -131,6 +131,7 @@ impl LabellerConfig {
             zero_start: false,
             alignment_layer: None,
             copy: false,
+            speech: None,
         }
     }
 }
@@ -346,7 +347,7 @@ pub fn label_all(
             .map(|&i| sources[i].iter().copied().chain([specials.eos]).collect())
             .collect();
         let lens: Vec<usize> = rows.iter().map(Vec::len).collect();
-        let src = crate::PaddedIds::new(&rows, specials.pad, device);
+        let src = crate::PaddedSource::new(&rows, specials.pad, device);
         for (&i, labels) in chunk
             .iter()
             .zip(model.predict(src.ids, &src.pad, &lens, &reserved))

@@ -17,6 +17,7 @@ pub mod layers;
 pub mod output;
 pub mod rnn;
 pub mod scoring;
+pub mod speech;
 pub mod transformer;
 
 // `s2s_models::workers` and `s2s_models::allocator`, as the trainer and the CLI call them.
@@ -92,7 +93,7 @@ impl Seq2SeqModel {
     /// [`Seq2SeqModel::output_layer`].
     pub fn forward_teacher(
         &self,
-        src: &PaddedIds,
+        src: &PaddedSource,
         tgt_in: Tensor<2, Int>,
         feed_gold: Option<&mut dyn FnMut(usize) -> Tensor<1, Bool>>,
     ) -> Tensor<3> {
@@ -114,14 +115,14 @@ impl Seq2SeqModel {
     /// labels whole sequences (see [`Seq2SeqModel::loss_targets`]).
     pub fn teacher_hidden(
         &self,
-        src: &PaddedIds,
+        src: &PaddedSource,
         tgt_in: Tensor<2, Int>,
         feed_gold: Option<&mut dyn FnMut(usize) -> Tensor<1, Bool>>,
     ) -> Tensor<3> {
         let (ids, pad) = (src.ids.clone(), src.pad.clone());
         match self {
             Seq2SeqModel::Rnn(m) => m.teacher_hidden(ids, pad, tgt_in, feed_gold).0,
-            Seq2SeqModel::Transformer(m) => m.teacher_hidden(ids, pad, tgt_in).0,
+            Seq2SeqModel::Transformer(m) => m.teacher_hidden(src, tgt_in).0,
             Seq2SeqModel::ConvS2S(m) => m.teacher_hidden(ids, pad, tgt_in).0,
             Seq2SeqModel::Labeller(m) => m.features(ids, &pad),
         }
@@ -142,7 +143,7 @@ impl Seq2SeqModel {
     /// floored at `1e-30` so that every entry stays finite for training.
     pub fn teacher_log_probs(
         &self,
-        src: &PaddedIds,
+        src: &PaddedSource,
         tgt_in: Tensor<2, Int>,
         feed_gold: Option<&mut dyn FnMut(usize) -> Tensor<1, Bool>>,
     ) -> Tensor<3> {
@@ -158,7 +159,7 @@ impl Seq2SeqModel {
                 let (hidden, attns) = m.teacher_hidden(ids, pad, tgt_in, feed_gold);
                 (hidden, Tensor::stack(attns, 1))
             }
-            Seq2SeqModel::Transformer(m) => m.teacher_hidden(ids, pad, tgt_in),
+            Seq2SeqModel::Transformer(m) => m.teacher_hidden(src, tgt_in),
             _ => unreachable!("only these models copy"),
         };
         let largest = src.ids.clone().max().into_scalar::<i64>() as usize;
@@ -167,6 +168,16 @@ impl Seq2SeqModel {
         copy.mix(hidden, logits, attention, src.ids.clone(), width)
             .clamp_min(1e-30)
             .log()
+    }
+
+    /// A speech model's joint-CTC weight, when it trains with one ([`speech::SpeechConfig`]).
+    pub fn ctc_weight(&self) -> Option<f64> {
+        match self {
+            Seq2SeqModel::Transformer(m) if m.ctc.is_some() => {
+                m.cfg.speech.as_ref().map(|s| s.ctc_weight)
+            }
+            _ => None,
+        }
     }
 
     /// Whether the model computes with int8 weights (`s2s quantize`); only inference runs it.
@@ -250,14 +261,18 @@ pub struct LossTargets {
     pub tokens: usize,
 }
 
-/// A padded batch of token ids on a device, with its padding mask (true at padding).
+/// A padded batch of sources on a device: token ids with their padding mask (true at padding),
+/// or for a speech model ([`speech`]) feature frames, whose mask then marks padded frames and
+/// whose `ids` are zeros of the mask's shape.
 #[derive(Clone, Debug)]
-pub struct PaddedIds {
+pub struct PaddedSource {
     pub ids: Tensor<2, Int>,
     pub pad: Tensor<2, Bool>,
+    /// `[batch, frames, bins]`, zero on padded frames.
+    pub frames: Option<Tensor<3>>,
 }
 
-impl PaddedIds {
+impl PaddedSource {
     /// Pads `rows` with `pad_id` to the longest row.
     pub fn new(rows: &[Vec<u32>], pad_id: u32, device: &Device) -> Self {
         let len = rows.iter().map(Vec::len).max().unwrap_or(0).max(1);
@@ -277,6 +292,44 @@ impl PaddedIds {
         Self {
             ids: Tensor::from_data(TensorData::new(ids, [batch, len]), device),
             pad: Tensor::from_data(TensorData::new(pad, [batch, len]), device),
+            frames: None,
+        }
+    }
+
+    /// A training or scoring batch's source: its frames when it has them, else its ids.
+    pub fn from_batch(b: &s2s_data::Batch, device: &Device) -> Self {
+        match &b.frames {
+            Some(f) => Self::from_frames(f.data.clone(), &f.lens, f.len, f.bins, device),
+            None => Self::from_flat(&b.src, b.batch_size, b.src_len, b.specials.pad, device),
+        }
+    }
+
+    /// From row-major frames `[batch, len, bins]` (zero where padded) and each row's number of
+    /// real frames.
+    pub fn from_frames(
+        frames: Vec<f32>,
+        lens: &[usize],
+        len: usize,
+        bins: usize,
+        device: &Device,
+    ) -> Self {
+        let batch = lens.len();
+        let (frames, len) = if len == 0 {
+            (vec![0.0; batch * bins], 1)
+        } else {
+            (frames, len)
+        };
+        let pad: Vec<bool> = lens
+            .iter()
+            .flat_map(|&n| (0..len).map(move |t| t >= n))
+            .collect();
+        Self {
+            ids: Tensor::zeros([batch, len], device),
+            pad: Tensor::from_data(TensorData::new(pad, [batch, len]), device),
+            frames: Some(Tensor::from_data(
+                TensorData::new(frames, [batch, len, bins]),
+                device,
+            )),
         }
     }
 }

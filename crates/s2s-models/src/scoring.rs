@@ -5,7 +5,7 @@
 
 use burn::tensor::Device;
 
-use crate::{PaddedIds, Seq2SeqModel, ids_2d};
+use crate::{PaddedSource, Seq2SeqModel, ids_2d};
 
 /// The score of one (source, reference) pair.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -17,16 +17,19 @@ pub struct RefScore {
 }
 
 /// Scores every `(source, reference)` pair of ids (no specials), `batch_size` pairs at a time
-/// (longest first, so that little is padding). Results are in input order.
+/// (longest first, so that little is padding). A speech model's sources are `frames` (one per
+/// pair, whose source ids are then empty). Results are in input order.
 pub fn score_all(
     model: &Seq2SeqModel,
     device: &Device,
     pairs: &[(Vec<u32>, Vec<u32>)],
+    frames: Option<&[crate::speech::Frames]>,
     specials: s2s_data::Specials,
     batch_size: usize,
 ) -> Vec<RefScore> {
+    let src_len = |i: usize| frames.map_or(pairs[i].0.len(), |f| f[i].0.frames);
     let mut order: Vec<usize> = (0..pairs.len()).collect();
-    order.sort_by_key(|&i| std::cmp::Reverse((pairs[i].0.len(), pairs[i].1.len())));
+    order.sort_by_key(|&i| std::cmp::Reverse((src_len(i), pairs[i].1.len())));
     let mut out = vec![
         RefScore {
             logprob: 0.0,
@@ -39,7 +42,12 @@ pub fn score_all(
             .iter()
             .map(|&i| (pairs[i].0.as_slice(), pairs[i].1.as_slice()))
             .collect();
-        let batch = s2s_data::Batch::from_pairs(&rows, specials);
+        let mut batch = s2s_data::Batch::from_pairs(&rows, specials);
+        if let Some(frames) = frames {
+            let utterances: Vec<&s2s_data::audio::Features> =
+                chunk.iter().map(|&i| &*frames[i].0).collect();
+            batch.frames = Some(s2s_data::batch::BatchFrames::new(&utterances));
+        }
         for (&i, score) in chunk.iter().zip(score_batch(model, device, &batch)) {
             out[i] = score;
         }
@@ -50,7 +58,7 @@ pub fn score_all(
 /// The score of each row of `b`.
 pub fn score_batch(model: &Seq2SeqModel, device: &Device, b: &s2s_data::Batch) -> Vec<RefScore> {
     let pad = b.specials.pad;
-    let src = PaddedIds::from_flat(&b.src, b.batch_size, b.src_len, pad, device);
+    let src = PaddedSource::from_batch(b, device);
     let tgt_in = ids_2d(&b.tgt_in, [b.batch_size, b.tgt_len], device);
     let targets = model.loss_targets(b);
     let log_probs = model.teacher_log_probs(&src, tgt_in, None);

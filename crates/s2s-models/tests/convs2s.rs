@@ -5,7 +5,7 @@ mod common;
 
 use common::*;
 use s2s_models::convs2s::ConvS2SConfig;
-use s2s_models::{ModelConfig, PaddedIds, Seq2SeqModel};
+use s2s_models::{ModelConfig, PaddedSource, Seq2SeqModel};
 
 fn tiny() -> ConvS2SConfig {
     match s2s_models::preset("convs2s-tiny").unwrap() {
@@ -41,11 +41,11 @@ fn padding_does_not_change_encoder_outputs() {
             unreachable!()
         };
         let (srcs, _) = sample_batch();
-        let batch = PaddedIds::new(&srcs, PAD, &device());
+        let batch = PaddedSource::new(&srcs, PAD, &device());
         let all = m.encode(batch.ids, batch.pad);
         let e = all.keys.dims()[2];
         for (r, s) in srcs.iter().enumerate() {
-            let alone = PaddedIds::new(std::slice::from_ref(s), PAD, &device());
+            let alone = PaddedSource::new(std::slice::from_ref(s), PAD, &device());
             let one = m.encode(alone.ids, alone.pad);
             for (name, a, b) in [
                 ("keys", one.keys, all.keys.clone()),

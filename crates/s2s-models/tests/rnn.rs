@@ -7,7 +7,7 @@ use burn::tensor::{Bool, Device, Int, Tensor, TensorData};
 use s2s_models::attention::Score;
 use s2s_models::config::preset;
 use s2s_models::rnn::RnnSeq2Seq;
-use s2s_models::{Decoder, ModelConfig, PaddedIds, Seq2SeqModel};
+use s2s_models::{Decoder, ModelConfig, PaddedSource, Seq2SeqModel};
 use s2s_search::step::StepModel;
 
 mod common;
@@ -68,12 +68,12 @@ fn padding_does_not_change_a_sentence() {
         "rnn-gru-cho-tiny",
     ] {
         let m = model(name, &device);
-        let dec = Decoder {
-            model: &m,
-            device: device.clone(),
-            special: s2s_search::SearchConfig::default().special,
-            vocab_size: VOCAB,
-        };
+        let dec: Decoder = Decoder::new(
+            &m,
+            device.clone(),
+            s2s_search::SearchConfig::default().special,
+            VOCAB,
+        );
         let short = vec![5, 6, 7];
         let alone = [short.clone()];
         let batch = [
@@ -102,8 +102,8 @@ fn padding_does_not_change_a_sentence() {
     }
 }
 
-fn batch(device: &Device) -> (PaddedIds, Tensor<2, Int>, Tensor<2, Int>) {
-    let src = PaddedIds::new(&[vec![4, 5, 6, 3], vec![7, 8, 3]], 0, device);
+fn batch(device: &Device) -> (PaddedSource, Tensor<2, Int>, Tensor<2, Int>) {
+    let src = PaddedSource::new(&[vec![4, 5, 6, 3], vec![7, 8, 3]], 0, device);
     let tgt_in: Tensor<2, Int> = Tensor::from_data(
         TensorData::new(vec![2i64, 6, 5, 4, 2, 8, 7, 0], [2, 4]),
         device,
@@ -267,7 +267,7 @@ fn reverse_source_reads_each_sentence_backwards() {
         reversed.cfg.reverse_source = true;
         ModelConfig::Rnn(reversed.cfg.clone()).validate().unwrap();
         let encode = |m: &RnnSeq2Seq, rows: &[Vec<u32>]| {
-            let src = PaddedIds::new(rows, 0, &device);
+            let src = PaddedSource::new(rows, 0, &device);
             m.encode(src.ids, src.pad)
         };
         let (ctx_want, want) = encode(&plain, &[vec![3, 7, 6, 5]]);

@@ -62,12 +62,7 @@ fn split_batch_decodes_as_one_search() {
                 ..Default::default()
             };
             let split = translate_all(&model, &device(), VOCAB, &sources, &search, 64).unwrap();
-            let decoder = Decoder {
-                model: &model,
-                device: device(),
-                special: search.special,
-                vocab_size: VOCAB,
-            };
+            let decoder: Decoder = Decoder::new(&model, device(), search.special, VOCAB);
             let whole = s2s_search::search(&decoder, &sources, &search).unwrap();
             assert_eq!(split.len(), whole.len());
             for (i, (a, b)) in split.iter().zip(&whole).enumerate() {

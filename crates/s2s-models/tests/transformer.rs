@@ -6,7 +6,7 @@ mod common;
 use burn::tensor::{Int, Tensor, TensorData};
 use common::*;
 use s2s_models::transformer::{Activation, Positions, TransformerConfig};
-use s2s_models::{ModelConfig, PaddedIds, Seq2SeqModel};
+use s2s_models::{ModelConfig, PaddedSource, Seq2SeqModel};
 
 /// The preset and variants exercising Marian's options (SiLU, concatenated sinusoids, unscaled
 /// embeddings, a logits bias, a zero start), pre-norm, learned positions, shared and untied embeddings,
@@ -54,11 +54,11 @@ fn padding_does_not_change_encoder_outputs() {
             unreachable!()
         };
         let (srcs, _) = sample_batch();
-        let batch = PaddedIds::new(&srcs, PAD, &device());
+        let batch = PaddedSource::new(&srcs, PAD, &device());
         let all = m.encode(batch.ids, &batch.pad);
         let d = all.dims()[2];
         for (r, s) in srcs.iter().enumerate() {
-            let alone = PaddedIds::new(std::slice::from_ref(s), PAD, &device());
+            let alone = PaddedSource::new(std::slice::from_ref(s), PAD, &device());
             let one: Vec<f32> = m
                 .encode(alone.ids, &alone.pad)
                 .into_data()
@@ -145,7 +145,7 @@ fn teacher_forced_attention_is_a_distribution_over_real_source_positions() {
         unreachable!()
     };
     let (srcs, tgts) = sample_batch();
-    let src = PaddedIds::new(&srcs, PAD, &device());
+    let src = PaddedSource::new(&srcs, PAD, &device());
     let len = tgts.iter().map(Vec::len).max().unwrap();
     let flat: Vec<i64> = s2s_models::pad_rows(&tgts, len, PAD)
         .into_iter()
@@ -153,7 +153,7 @@ fn teacher_forced_attention_is_a_distribution_over_real_source_positions() {
         .collect();
     let tgt: Tensor<2, Int> =
         Tensor::from_data(TensorData::new(flat, [tgts.len(), len]), &device());
-    let (_, attn) = m.teacher_hidden(src.ids, src.pad, tgt);
+    let (_, attn) = m.teacher_hidden(&src, tgt);
     let [b, t, s] = attn.dims();
     let a: Vec<f32> = attn.into_data().try_into_vec::<f32>().unwrap();
     for (r, src) in srcs.iter().enumerate() {
@@ -185,7 +185,7 @@ fn preset_sizes() {
 /// position 0 (and whatever its embedding), every output is the same; without it, it matters.
 #[test]
 fn zero_start_ignores_the_first_decoder_token() {
-    let src = PaddedIds::new(&[vec![4, 5, 6, EOS]], PAD, &device());
+    let src = PaddedSource::new(&[vec![4, 5, 6, EOS]], PAD, &device());
     let logits = |model: &Seq2SeqModel, first: i64| {
         let tgt: Tensor<2, Int> =
             Tensor::from_data(TensorData::new(vec![first, 7, 8], [1, 3]), &device());

@@ -8,11 +8,11 @@ use std::cmp::Ordering;
 use crate::common::{Allowed, SCAN_BLOCK, block_max, cand_order, clean};
 use crate::config::{Hypothesis, SearchConfig, SearchError};
 use crate::driver::{self, Expand, Extension, Frontier};
-use crate::step::StepModel;
+use crate::step::{Source, StepModel};
 
 pub(crate) fn beam<M: StepModel>(
     model: &M,
-    sources: &[Vec<u32>],
+    sources: &[M::Source],
     cfg: &SearchConfig,
     k: usize,
     early_stop: bool,
@@ -51,7 +51,7 @@ impl Beam {
 impl Expand for Beam {
     type Extra = ();
 
-    fn start(&self, _source: &[u32]) -> Vec<()> {
+    fn start<Src: Source>(&self, _source: &Src) -> Vec<()> {
         vec![()]
     }
 

@@ -15,12 +15,12 @@ pub(crate) struct Limits {
 }
 
 impl Limits {
-    pub fn new(cfg: &SearchConfig, source: &[u32]) -> Self {
-        let max_len = cfg.max_len_for(source.len());
+    pub fn new(cfg: &SearchConfig, src_len: usize) -> Self {
+        let max_len = cfg.max_len_for(src_len);
         Limits {
             min_len: cfg.min_len.min(max_len),
             max_len,
-            src_len: source.len(),
+            src_len,
             bound: Bound::new(cfg.length_penalty, max_len),
         }
     }

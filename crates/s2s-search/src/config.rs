@@ -16,6 +16,11 @@ pub enum Strategy {
     /// Refused with [`SearchError::ExhaustiveTooLarge`] when `|V|^max_len` exceeds
     /// [`SearchConfig::exhaustive_limit`].
     Exhaustive,
+    /// Not a search over decoder steps: a speech model's CTC head (joint CTC training) read
+    /// position by position, the most likely token or blank at each, repeats merged and blanks
+    /// dropped (the best path). The model adapter computes it and [`crate::search`] refuses it.
+    /// One hypothesis; its `logprob` is the path's, and it has no attention.
+    Ctc,
     /// Ancestral sampling; `nbest` independent samples per sentence, returned best first.
     Sample {
         /// Softmax temperature (> 0); log-probs are divided by it before sampling.
@@ -223,7 +228,7 @@ impl SearchConfig {
             return invalid("nbest must be at least 1".into());
         }
         match self.strategy {
-            Strategy::Greedy if self.nbest > 1 => {
+            Strategy::Greedy | Strategy::Ctc if self.nbest > 1 => {
                 return Err(SearchError::NbestExceedsBeam {
                     nbest: self.nbest,
                     k: 1,

@@ -9,7 +9,7 @@
 
 use crate::common::{Allowed, Finished, Limits, Open, Rules, clean};
 use crate::config::{Hypothesis, SearchConfig, SearchError};
-use crate::step::{StepModel, StepOutput};
+use crate::step::{Source, StepModel, StepOutput};
 
 /// One extension chosen by a strategy: open hypothesis `parent` of the sentence followed by
 /// `token`. It finishes the hypothesis when `token` is `<eos>` and stays open otherwise.
@@ -27,7 +27,7 @@ pub(crate) trait Expand {
 
     /// The extras of the open hypotheses a sentence starts with, one per hypothesis; they all
     /// read the sentence's first row.
-    fn start(&self, source: &[u32]) -> Vec<Self::Extra>;
+    fn start<Src: Source>(&self, source: &Src) -> Vec<Self::Extra>;
 
     /// How many finished hypotheses a sentence keeps (the best by score), given how many are
     /// returned.
@@ -110,14 +110,14 @@ struct Live {
 /// Decodes `sources` with `strategy`; returns, per sentence, its best `cfg.nbest` hypotheses.
 pub(crate) fn run<M: StepModel, S: Expand>(
     model: &M,
-    sources: &[Vec<u32>],
+    sources: &[M::Source],
     cfg: &SearchConfig,
     mut strategy: S,
 ) -> Result<Vec<Vec<Hypothesis>>, SearchError> {
     let vocab = model.vocab_size();
     let rules = Rules::new(cfg, vocab);
     let eos = rules.eos();
-    let limits: Vec<Limits> = sources.iter().map(|s| Limits::new(cfg, s)).collect();
+    let limits: Vec<Limits> = sources.iter().map(|s| Limits::new(cfg, s.len())).collect();
     let mut results = vec![Vec::new(); sources.len()];
 
     let mut state = model.start(sources);

@@ -2,7 +2,7 @@
 
 use crate::config::{Hypothesis, SearchConfig, SearchError};
 use crate::driver::{self, Expand, Extension, Frontier};
-use crate::step::StepModel;
+use crate::step::{Source, StepModel};
 
 /// `base^exp`, saturating at `u128::MAX`.
 fn saturating_pow(base: usize, exp: usize) -> u128 {
@@ -18,7 +18,7 @@ fn saturating_pow(base: usize, exp: usize) -> u128 {
 
 pub(crate) fn exhaustive<M: StepModel>(
     model: &M,
-    sources: &[Vec<u32>],
+    sources: &[M::Source],
     cfg: &SearchConfig,
 ) -> Result<Vec<Vec<Hypothesis>>, SearchError> {
     let vocab = model.vocab_size();
@@ -43,7 +43,7 @@ struct Exhaustive;
 impl Expand for Exhaustive {
     type Extra = ();
 
-    fn start(&self, _source: &[u32]) -> Vec<()> {
+    fn start<Src: Source>(&self, _source: &Src) -> Vec<()> {
         vec![()]
     }
 

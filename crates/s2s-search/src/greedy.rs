@@ -9,7 +9,7 @@ use crate::step::StepModel;
 
 pub(crate) fn greedy<M: StepModel>(
     model: &M,
-    sources: &[Vec<u32>],
+    sources: &[M::Source],
     cfg: &SearchConfig,
     early_stop: bool,
 ) -> Result<Vec<Vec<Hypothesis>>, SearchError> {

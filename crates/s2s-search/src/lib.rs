@@ -76,7 +76,7 @@
 //! **Sampling** draws `nbest` independent samples per sentence from the model's distribution over
 //! the allowed tokens, with temperature, then top-k, then top-p (nucleus) truncation. Sample `j`
 //! of a sentence uses a ChaCha8 stream seeded from the user seed, a hash of the sentence's
-//! *source tokens* and `j` (see [`sample_seed`]), not from the sentence's position, so results
+//! *source* (its tokens, or frames) and `j` (see [`sample_seed`]), not from the sentence's position, so results
 //! are reproducible and do not depend on the batch (identical sources get identical samples).
 //! Samples are returned best score first.
 //!
@@ -122,7 +122,7 @@ pub use config::{
     Hypothesis, Interrupt, LenRatio, LengthPenalty, SearchConfig, SearchError, Strategy,
 };
 pub use sample::sample_seed;
-pub use step::{SpecialTokens, StepModel, StepOutput};
+pub use step::{Source, SpecialTokens, StepModel, StepOutput};
 
 /// Decodes every source sentence; returns, per sentence, its n-best hypotheses, best first.
 ///
@@ -149,7 +149,7 @@ pub use step::{SpecialTokens, StepModel, StepOutput};
 /// ```
 pub fn search<M: StepModel>(
     model: &M,
-    sources: &[Vec<u32>],
+    sources: &[M::Source],
     cfg: &SearchConfig,
 ) -> Result<Vec<Vec<Hypothesis>>, SearchError> {
     cfg.validate(model.vocab_size())?;
@@ -160,6 +160,10 @@ pub fn search<M: StepModel>(
         Strategy::Greedy => greedy::greedy(model, sources, cfg, true),
         Strategy::Beam { k } => beam::beam(model, sources, cfg, k, true),
         Strategy::Exhaustive => exhaustive::exhaustive(model, sources, cfg),
+        Strategy::Ctc => Err(SearchError::InvalidConfig(
+            "CTC decoding reads a speech model's CTC head, not decoder steps: the model runs it"
+                .into(),
+        )),
         Strategy::Sample {
             temperature,
             top_k,

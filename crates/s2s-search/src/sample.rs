@@ -3,10 +3,10 @@
 use rand_chacha::ChaCha8Rng;
 use rand_chacha::rand_core::{RngCore, SeedableRng};
 
-use crate::common::{Allowed, clean, hash_tokens, mix64};
+use crate::common::{Allowed, clean, mix64};
 use crate::config::{Hypothesis, SearchConfig, SearchError};
 use crate::driver::{self, Expand, Extension, Frontier};
-use crate::step::StepModel;
+use crate::step::{Source, StepModel};
 
 /// Sampling parameters, as in [`crate::Strategy::Sample`].
 #[derive(Clone, Copy)]
@@ -18,9 +18,9 @@ pub(crate) struct Params {
 }
 
 /// The seed of sample `j` of a sentence: a function of the user seed, the sentence's source
-/// tokens and `j` only (never of the batch).
-pub fn sample_seed(seed: u64, source: &[u32], j: usize) -> u64 {
-    mix64(hash_tokens(mix64(seed), source) ^ mix64(j as u64 ^ 0x5EED))
+/// and `j` only (never of the batch).
+pub fn sample_seed<S: Source>(seed: u64, source: &S, j: usize) -> u64 {
+    mix64(source.fingerprint(mix64(seed)) ^ mix64(j as u64 ^ 0x5EED))
 }
 
 /// Draws one token from the row's tempered, truncated distribution over the allowed tokens.
@@ -78,7 +78,7 @@ fn draw(lps: &[f32], allowed: &Allowed, vocab: usize, p: &Params, rng: &mut ChaC
 
 pub(crate) fn sample<M: StepModel>(
     model: &M,
-    sources: &[Vec<u32>],
+    sources: &[M::Source],
     cfg: &SearchConfig,
     params: Params,
 ) -> Result<Vec<Vec<Hypothesis>>, SearchError> {
@@ -99,7 +99,7 @@ struct Sampler {
 impl Expand for Sampler {
     type Extra = ChaCha8Rng;
 
-    fn start(&self, source: &[u32]) -> Vec<ChaCha8Rng> {
+    fn start<Src: Source>(&self, source: &Src) -> Vec<ChaCha8Rng> {
         (0..self.samples)
             .map(|j| ChaCha8Rng::seed_from_u64(sample_seed(self.params.seed, source, j)))
             .collect()

@@ -24,17 +24,46 @@ pub struct StepOutput {
     pub attention: Option<Vec<f32>>,
 }
 
+/// What a search needs of a source, whatever a model reads: token ids (`Vec<u32>`) or, for a
+/// speech model, feature frames.
+pub trait Source {
+    /// Its length, which [`crate::SearchConfig::max_len_ratio`] scales.
+    fn len(&self) -> usize;
+
+    /// Whether it is empty.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// A hash of its content under `key`: identical sources get identical samples, whatever
+    /// batch they are in.
+    fn fingerprint(&self, key: u64) -> u64;
+}
+
+impl Source for Vec<u32> {
+    fn len(&self) -> usize {
+        <[u32]>::len(self)
+    }
+
+    fn fingerprint(&self, key: u64) -> u64 {
+        crate::common::hash_tokens(key, self)
+    }
+}
+
 /// An incremental decoder, as search needs it.
 pub trait StepModel {
     /// Incremental decoder state for a set of rows: RNN hidden states, a KV cache, conv buffers.
     type State;
 
+    /// What the model reads: token ids (`Vec<u32>`), or feature frames.
+    type Source: Source;
+
     /// Size of the output vocabulary (the width of each log-prob row).
     fn vocab_size(&self) -> usize;
 
-    /// Encodes a batch of source sentences (token ids, no padding, each ending as the model
-    /// expects) and returns the initial state with one row per sentence, in order.
-    fn start(&self, sources: &[Vec<u32>]) -> Self::State;
+    /// Encodes a batch of sources (token ids without padding, each ending as the model expects;
+    /// or feature frames) and returns the initial state with one row per sentence, in order.
+    fn start(&self, sources: &[Self::Source]) -> Self::State;
 
     /// Feeds the previous token of every row and returns next-token log-probs; advances `state`.
     /// `last_tokens.len()` equals the current number of rows.

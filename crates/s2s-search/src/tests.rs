@@ -144,7 +144,7 @@ mod scan {
             let cfg = SearchConfig { special, ban_unk, no_repeat_ngram, min_len, max_len: 10,
                                      ..SearchConfig::default() };
             let prefix: Vec<u32> = prefix.iter().map(|t| 4 + t % (vocab as u32 - 4).max(1)).collect();
-            let allowed = Rules::new(&cfg, vocab).allowed(&prefix, &Limits::new(&cfg, &[]));
+            let allowed = Rules::new(&cfg, vocab).allowed(&prefix, &Limits::new(&cfg, 0));
             let mut top = Vec::new();
             best_tokens(&row, logprob, &allowed, special.eos, k, &mut top);
             let mut want: Vec<(f32, u32)> = allowed

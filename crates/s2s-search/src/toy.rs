@@ -282,6 +282,8 @@ impl StepModel for TableModel {
         self.vocab_size
     }
 
+    type Source = Vec<u32>;
+
     fn start(&self, sources: &[Vec<u32>]) -> TableState {
         self.bump(|s| s.starts += 1);
         TableState {

@@ -27,6 +27,8 @@ impl StepModel for Recorder {
         self.model.vocab_size()
     }
 
+    type Source = Vec<u32>;
+
     fn start(&self, sources: &[Vec<u32>]) -> TableState {
         self.calls.borrow_mut().push(Call::Start(sources.len()));
         self.model.start(sources)

@@ -221,6 +221,18 @@ impl Engine {
                 let translator = s2s_models::backend::parse_device(&device_name)
                     .map_err(anyhow::Error::msg)
                     .and_then(|d| Ok(Translator::load(&dir, &d)?));
+                // A speech model's inputs are file paths: served as text, a client could make
+                // the server read any file it may read.
+                let translator = translator.and_then(|t| {
+                    if t.reads_audio() {
+                        anyhow::bail!(
+                            "{} is a speech recognition model, which `s2s serve` cannot serve yet (audio uploads are to come); transcribe with `s2s translate --model {} --input WAV_LIST`",
+                            dir.display(),
+                            dir.display()
+                        );
+                    }
+                    Ok(t)
+                });
                 let translator = match translator {
                     Ok(t) => t,
                     Err(e) => {

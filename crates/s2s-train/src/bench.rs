@@ -118,6 +118,7 @@ pub fn synthetic_batch(shape: &Shape) -> Batch {
         tgt_lens,
         tgt_mask,
         specials: s2s_data::Specials::S2S,
+        frames: None,
     }
 }
 

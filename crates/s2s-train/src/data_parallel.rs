@@ -38,7 +38,9 @@
 //! (`RAYON_NUM_THREADS`), so an exact resume needs the same number.
 
 use crate::TrainError;
-use crate::loss::{LossOutput, log_prob_label_smoothed_nll, projected_label_smoothed_nll};
+use crate::loss::{
+    LossOutput, ctc_per_token, log_prob_label_smoothed_nll, projected_label_smoothed_nll,
+};
 use crate::schedule::teacher_forcing_ratio;
 use crate::trainer::mix;
 use burn::module::Module;
@@ -50,7 +52,7 @@ use rand_chacha::rand_core::SeedableRng;
 use s2s_data::{Batch, EncodedSplit};
 use s2s_infer::config::TrainConfig;
 use s2s_models::ids_2d;
-use s2s_models::{PaddedIds, Seq2SeqModel};
+use s2s_models::{PaddedSource, Seq2SeqModel};
 use std::sync::Mutex;
 
 /// Held while a replica seeds burn's process-wide generator and runs its forward pass.
@@ -76,7 +78,19 @@ pub fn batch_loss(
     step: usize,
     replica: usize,
 ) -> LossOutput {
-    let src = PaddedIds::from_flat(&b.src, b.batch_size, b.src_len, b.specials.pad, device);
+    let src = match &b.frames {
+        // SpecAugment: masks drawn from (seed, step, replica) like dropout, so resume needs no
+        // RNG state either.
+        Some(frames) if !cfg.spec_augment.is_off() => {
+            let mut frames = frames.clone();
+            frames.augment(
+                &cfg.spec_augment,
+                replica_seed(mix(cfg.seed ^ 0x05EC_A06D, step as u64), replica),
+            );
+            PaddedSource::from_frames(frames.data, &frames.lens, frames.len, frames.bins, device)
+        }
+        _ => PaddedSource::from_batch(b, device),
+    };
     let tgt_in = ids_2d(&b.tgt_in, [b.batch_size, b.tgt_len], device);
     let targets = model.loss_targets(b);
     let tgt_out = ids_2d(&targets.ids, targets.shape, device);
@@ -95,6 +109,30 @@ pub fn batch_loss(
             targets.tokens,
             copy.vocab,
         );
+    }
+    if let (Some(w), Seq2SeqModel::Transformer(m), Some(frames)) =
+        (model.ctc_weight(), model, &b.frames)
+    {
+        let (hidden, ctc) = m.teacher_hidden_ctc(&src, tgt_in);
+        let ce = projected_label_smoothed_nll(
+            hidden,
+            &model.output_layer(),
+            tgt_out,
+            b.specials.pad,
+            cfg.label_smoothing,
+            targets.tokens,
+        );
+        let ctc = ctc.expect("a model with a CTC weight has a CTC projection");
+        let positions: Vec<usize> = frames
+            .lens
+            .iter()
+            .map(|&n| s2s_models::speech::subsampled_len(n))
+            .collect();
+        let ctc = ctc_per_token(ctc, b, &positions, targets.tokens);
+        return LossOutput {
+            loss: ce.loss * (1.0 - w) + ctc * w,
+            nll_sum: ce.nll_sum,
+        };
     }
     let hidden = if tf >= 1.0 {
         model.teacher_hidden(&src, tgt_in, None)

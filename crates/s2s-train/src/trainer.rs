@@ -18,8 +18,10 @@ use s2s_infer::config::{BestBy, OptimizerKind, RunConfig, TrainConfig};
 use s2s_infer::metrics::{self, MetricsRecord};
 use s2s_infer::model_dir::METRICS;
 use s2s_models::Seq2SeqModel;
+use s2s_models::speech::Frames;
 use s2s_search::Strategy;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Instant;
 
 /// The data a run trains and validates on.
@@ -117,6 +119,8 @@ struct Validation {
     bleu: f64,
     /// Percent of labels right (tagging, classification).
     accuracy: f64,
+    /// Percent word error rate of greedy transcripts (speech).
+    wer: f64,
 }
 
 /// Loss and the task's score on the validation split, with the model in inference mode: greedy
@@ -131,6 +135,7 @@ fn validate(
         loss: f64::NAN,
         bleu: f64::NAN,
         accuracy: f64::NAN,
+        wer: f64::NAN,
     };
     let Some(valid) = corpus.valid else {
         return Ok(out);
@@ -174,14 +179,23 @@ fn validate(
         cfg.valid_bleu_sentences.min(valid.len())
     };
     let search = s2s_infer::defaults::search(Strategy::Greedy, valid.specials);
-    let hyps = s2s_models::decoder::translate_all(
-        model,
-        device,
-        run.tgt_vocab,
-        &valid.src[..n],
-        &search,
-        64,
-    )?;
+    let hyps = match &valid.frames {
+        Some(frames) => {
+            let sources: Vec<Frames> = frames[..n]
+                .iter()
+                .map(|f| Frames(Arc::new(f.clone())))
+                .collect();
+            s2s_models::decoder::translate_all(model, device, run.tgt_vocab, &sources, &search, 64)?
+        }
+        None => s2s_models::decoder::translate_all(
+            model,
+            device,
+            run.tgt_vocab,
+            &valid.src[..n],
+            &search,
+            64,
+        )?,
+    };
     let texts: Vec<String> = hyps
         .iter()
         .enumerate()
@@ -192,6 +206,12 @@ fn validate(
         })
         .collect();
     let refs = [&corpus.valid_refs[..n]];
+    if run.task() == s2s_data::Task::Asr {
+        out.wer = s2s_eval::corpus_error_counts(&texts, &refs, s2s_eval::Units::Tokens, false)
+            .map_err(|e| TrainError::Config(format!("validation WER: {e}")))?
+            .rate();
+        return Ok(out);
+    }
     let bleu_cfg = BleuConfig {
         tokenize: cfg
             .bleu_tokenize
@@ -634,6 +654,7 @@ impl<'a> Trainer<'a> {
             valid_ppl: valid_loss.exp(),
             valid_bleu: measured.bleu,
             valid_accuracy: measured.accuracy,
+            valid_wer: measured.wer,
             tokens_per_sec: st.loss_tokens as f64 / st.train_sec_since_valid.max(1e-9),
             elapsed_sec: st.elapsed_sec,
             lr: learning_rate(cfg, &plan, st.step.max(1)),
@@ -664,6 +685,7 @@ impl<'a> Trainer<'a> {
         let score = match cfg.best_by {
             BestBy::Bleu if corpus.valid.is_some() => measured.bleu,
             BestBy::Accuracy if corpus.valid.is_some() => measured.accuracy,
+            BestBy::Wer if corpus.valid.is_some() => -measured.wer,
             _ => -valid_loss,
         };
         let improved = st.best.is_none_or(|b| score > b) || !score.is_finite();

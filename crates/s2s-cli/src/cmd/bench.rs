@@ -43,9 +43,61 @@ pub struct BenchArgs {
     /// everything measured so far).
     #[arg(long)]
     pub in_process: bool,
+    /// Measure speech feature extraction instead (80 log-mel bins of 16 kHz audio, on this
+    /// thread): seconds of audio per second of compute, the real-time factor.
+    #[arg(long)]
+    pub features: bool,
+}
+
+/// Times `s2s_data::audio::Fbank` on 60 s of 16 kHz noise, `reps` times after `warmup`.
+fn features(args: &BenchArgs) -> anyhow::Result<()> {
+    use s2s_data::audio::{Fbank, FbankConfig};
+    let cfg = FbankConfig::default();
+    let fbank = Fbank::new(&cfg)?;
+    let seconds = 60.0;
+    let mut x = 0x2545_f491_4f6c_dd1du64;
+    let samples: Vec<f32> = (0..(seconds * cfg.sample_rate as f64) as usize)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 40) as f32 / (1u64 << 24) as f32 - 0.5
+        })
+        .collect();
+    for _ in 0..args.warmup {
+        std::hint::black_box(fbank.features(&samples));
+    }
+    let mut times: Vec<f64> = (0..args.reps.max(1))
+        .map(|_| {
+            let start = std::time::Instant::now();
+            std::hint::black_box(fbank.features(&samples));
+            start.elapsed().as_secs_f64()
+        })
+        .collect();
+    times.sort_by(f64::total_cmp);
+    let median = times[times.len() / 2];
+    let factor = seconds / median;
+    if args.json {
+        println!(
+            "{}",
+            serde_json::json!({"phase": "features", "audio_sec": seconds, "median_sec": median, "real_time_factor": factor, "n_mels": cfg.n_mels, "sample_rate": cfg.sample_rate})
+        );
+    } else {
+        println!(
+            "features: {seconds:.0} s of {} Hz audio to {} log-mel bins in {:.1} ms (median of {}): {factor:.0}x real time on one thread",
+            cfg.sample_rate,
+            cfg.n_mels,
+            median * 1000.0,
+            times.len()
+        );
+    }
+    Ok(())
 }
 
 pub fn run(args: BenchArgs) -> anyhow::Result<()> {
+    if args.features {
+        return features(&args);
+    }
     for m in &args.models {
         if !MODELS.contains(&m.as_str()) {
             bail!("unknown model {m:?} for --models; use some of {MODELS:?}");

@@ -1,6 +1,6 @@
 //! `s2s data`: benchmark corpora. The fetching and checking is in `crate::datasets`; splitting a
 //! pronouncing dictionary is `s2s_data::g2p`, the summarisation and dialogue corpora
-//! `s2s_data::pairs`.
+//! `s2s_data::pairs`, the spoken digits `s2s_data::audio`.
 
 use anyhow::Result;
 use std::path::PathBuf;
@@ -22,6 +22,53 @@ pub enum DataCommand {
     /// Write a summarisation or dialogue corpus (AESLC, SciTLDR, CamRest676) as source and
     /// target text files.
     Pairs(PairsArgs),
+    /// Build connected-digit utterances from the Free Spoken Digit Dataset, with manifests for
+    /// `s2s prepare --task asr`.
+    Digits(DigitsArgs),
+}
+
+/// Build connected-digit utterances (speech recognition) from the Free Spoken Digit Dataset.
+///
+/// Each utterance is 1-7 recordings of one speaker joined with short random silences, its
+/// transcript the digit words (`three one four`). Training and validation utterances use the
+/// recordings of index 5-49, test utterances those of index 0-4 (FSDD's official split), so no
+/// test recording is ever heard in training; the speakers are the same (FSDD has few). Writes
+/// OUT/{train,valid,test}/*.wav (16-bit PCM at the recordings' rate) and the manifests
+/// OUT/{train,valid,test}.tsv (`path<TAB>transcript`), then `s2s prepare --task asr --train
+/// OUT/train.tsv --valid OUT/valid.tsv --test OUT/test.tsv ...`. Deterministic in --seed.
+#[derive(clap::Args)]
+pub struct DigitsArgs {
+    /// The FSDD folder (with recordings/{digit}_{speaker}_{index}.wav), e.g. ../shared/data/fsdd.
+    #[arg(long)]
+    pub from: PathBuf,
+    /// Folder to write into (absent or empty).
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Training utterances.
+    #[arg(long, value_name = "N", default_value_t = 6000)]
+    pub train: usize,
+    /// Validation utterances.
+    #[arg(long, value_name = "N", default_value_t = 300)]
+    pub valid: usize,
+    /// Test utterances.
+    #[arg(long, value_name = "N", default_value_t = 500)]
+    pub test: usize,
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+}
+
+fn digits(args: DigitsArgs) -> Result<()> {
+    let recordings = args.from.join("recordings");
+    let summary = s2s_data::audio::write_connected_digits(
+        &recordings,
+        &args.out,
+        args.train,
+        args.valid,
+        args.test,
+        args.seed,
+    )?;
+    eprintln!("{summary}");
+    Ok(())
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -215,6 +262,7 @@ pub fn run(args: DataArgs) -> Result<()> {
     match args.command {
         DataCommand::G2p(g) => g2p(g),
         DataCommand::Pairs(p) => pairs(p),
+        DataCommand::Digits(d) => digits(d),
         DataCommand::Get(get) => {
             let corpus = get.dataset.corpus();
             for p in crate::datasets::get(corpus, &get.out, get.from.as_deref())? {

@@ -48,6 +48,8 @@ enum TaskArg {
     Classification,
     /// A sentence from its label (LABEL text files, read the other way round).
     Generation,
+    /// A transcript from audio (manifests of WAV files, or Kaldi data folders).
+    Asr,
 }
 
 impl From<TaskArg> for Task {
@@ -57,6 +59,7 @@ impl From<TaskArg> for Task {
             TaskArg::Tagging => Task::Tagging,
             TaskArg::Classification => Task::Classification,
             TaskArg::Generation => Task::Generation,
+            TaskArg::Asr => Task::Asr,
         }
     }
 }
@@ -69,6 +72,10 @@ enum FormatArg {
     Tagged,
     /// One example per line: the label, a space or tab, the text.
     Labelled,
+    /// Speech: one utterance per line, `AUDIO.wav<TAB>transcript` (paths relative to the file).
+    Manifest,
+    /// Speech: a Kaldi data folder (`wav.scp` and `text`).
+    Kaldi,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -117,7 +124,10 @@ DATA_DIR/data.toml.
 Tokenizers: by default bpe for a language written with spaces and char for Chinese/Japanese \
 (detected from the text, or from --src-lang/--tgt-lang). --tokenizer sets both sides.
 
-Tasks: translation (the default) reads --train-src/--train-tgt or --tsv. Tagging and \
+Tasks: translation (the default) reads --train-src/--train-tgt or --tsv. Speech recognition \
+(asr) reads manifests of `AUDIO.wav<TAB>transcript` lines (--format manifest, the default) or \
+Kaldi data folders (--format kaldi), computes log-mel features (--sample-rate, --n-mels, \
+--window-ms, --hop-ms) into {train,valid,test}.feats and tokenizes the transcripts. Tagging and \
 classification read one labelled file per split (--train, --valid, --test; --format). Tagging \
 uses split tokenizers on both sides (one token per word, one per tag) and checks that every \
 sentence has one tag per token; its unknown words get the token of their shape \
@@ -141,13 +151,17 @@ Examples:
   s2s prepare --task classification --train stsa.binary.train --valid stsa.binary.dev \\
     --test stsa.binary.test --out data/sst2
   # generation: TREC questions from their type
-  s2s prepare --task generation --train TREC.train.all --test TREC.test.all --out data/trec-gen")]
+  s2s prepare --task generation --train TREC.train.all --test TREC.test.all --out data/trec-gen
+  # speech recognition: manifests of `AUDIO.wav<TAB>transcript` lines (see `s2s data digits`)
+  s2s prepare --task asr --train digits/train.tsv --valid digits/valid.tsv \\
+    --test digits/test.tsv --sample-rate 8000 --n-mels 40 --tokenizer word --out data/digits")]
 pub struct PrepareArgs {
     /// What the data is for: translation (parallel text), tagging (one tag per token),
-    /// classification (one label per sentence) or generation (a sentence from a label).
+    /// classification (one label per sentence), generation (a sentence from a label) or asr
+    /// (a transcript from audio).
     #[arg(long, value_enum, default_value = "translation")]
     task: TaskArg,
-    /// Tagging, classification, generation: the training file (see --format).
+    /// Tagging, classification, generation, asr: the training file (see --format).
     #[arg(long, value_name = "FILE")]
     train: Option<PathBuf>,
     /// Tagging, classification, generation: the validation file.
@@ -156,8 +170,8 @@ pub struct PrepareArgs {
     /// Tagging, classification, generation: the test file.
     #[arg(long, value_name = "FILE")]
     test: Option<PathBuf>,
-    /// Format of --train/--valid/--test [default: conllu for tagging, labelled for
-    /// classification].
+    /// Format of --train/--valid/--test [default: conllu for tagging, manifest for asr,
+    /// labelled for classification and generation].
     #[arg(long, value_enum)]
     format: Option<FormatArg>,
     /// The CoNLL-U column of the tags [default: upos].
@@ -264,6 +278,18 @@ pub struct PrepareArgs {
     /// Target language code (recorded; `zh`/`ja` select the char tokenizer).
     #[arg(long, value_name = "CODE")]
     tgt_lang: Option<String>,
+    /// asr: the features' sample rate; audio at another rate is resampled [default: 16000].
+    #[arg(long, value_name = "HZ")]
+    sample_rate: Option<u32>,
+    /// asr: mel filterbank bins per frame [default: 80].
+    #[arg(long, value_name = "N")]
+    n_mels: Option<usize>,
+    /// asr: analysis window in milliseconds [default: 25].
+    #[arg(long, value_name = "MS")]
+    window_ms: Option<f32>,
+    /// asr: frame shift in milliseconds [default: 10].
+    #[arg(long, value_name = "MS")]
+    hop_ms: Option<f32>,
 }
 
 fn source(
@@ -306,10 +332,10 @@ fn labelled_sources(
              split: --train FILE (and --valid FILE, --test FILE), with --format"
         );
     }
-    let format = args.format.unwrap_or(if task == Task::Tagging {
-        FormatArg::Conllu
-    } else {
-        FormatArg::Labelled
+    let format = args.format.unwrap_or(match task {
+        Task::Tagging => FormatArg::Conllu,
+        Task::Asr => FormatArg::Manifest,
+        _ => FormatArg::Labelled,
     });
     if args.tag_column.is_some() && format != FormatArg::Conllu {
         anyhow::bail!(
@@ -325,6 +351,8 @@ fn labelled_sources(
         },
         FormatArg::Tagged => CorpusSource::Tagged { path: path.clone() },
         FormatArg::Labelled => CorpusSource::Labelled { path: path.clone() },
+        FormatArg::Manifest => CorpusSource::Manifest { path: path.clone() },
+        FormatArg::Kaldi => CorpusSource::KaldiDir { path: path.clone() },
     };
     let train = args.train.as_ref().map(source).ok_or_else(|| {
         anyhow::anyhow!(
@@ -341,7 +369,7 @@ fn labelled_sources(
 
 fn config(args: &PrepareArgs) -> anyhow::Result<PrepareConfig> {
     let task: Task = args.task.into();
-    let mut cfg = if task.label_side().is_some() {
+    let mut cfg = if task.label_side().is_some() || task.reads_audio() {
         let (train, valid, test) = labelled_sources(args, task)?;
         let mut cfg = PrepareConfig::new(train, &args.out);
         cfg.valid = valid;
@@ -388,7 +416,12 @@ fn config(args: &PrepareArgs) -> anyhow::Result<PrepareConfig> {
     };
     cfg.task = task;
     cfg.force = args.force;
-    cfg.src_tokenizer = args.src_tokenizer.or(args.tokenizer).map(Into::into);
+    // Audio has no tokenizer: --tokenizer is the transcripts'.
+    cfg.src_tokenizer = if task.reads_audio() {
+        args.src_tokenizer.map(Into::into)
+    } else {
+        args.src_tokenizer.or(args.tokenizer).map(Into::into)
+    };
     cfg.tgt_tokenizer = args.tgt_tokenizer.or(args.tokenizer).map(Into::into);
     cfg.vocab_size = args.vocab_size;
     cfg.joint = args.joint;
@@ -412,6 +445,22 @@ fn config(args: &PrepareArgs) -> anyhow::Result<PrepareConfig> {
     };
     cfg.src_lang = args.src_lang.clone();
     cfg.tgt_lang = args.tgt_lang.clone();
+    let fbank = &mut cfg.fbank;
+    fbank.sample_rate = args.sample_rate.unwrap_or(fbank.sample_rate);
+    fbank.n_mels = args.n_mels.unwrap_or(fbank.n_mels);
+    fbank.window_ms = args.window_ms.unwrap_or(fbank.window_ms);
+    fbank.hop_ms = args.hop_ms.unwrap_or(fbank.hop_ms);
+    let given = [
+        ("--sample-rate", args.sample_rate.is_some()),
+        ("--n-mels", args.n_mels.is_some()),
+        ("--window-ms", args.window_ms.is_some()),
+        ("--hop-ms", args.hop_ms.is_some()),
+    ];
+    if !task.reads_audio()
+        && let Some((flag, _)) = given.iter().find(|(_, g)| *g)
+    {
+        anyhow::bail!("{flag} sets the features of audio; fix: drop it, or pass --task asr");
+    }
     Ok(cfg)
 }
 
@@ -476,7 +525,13 @@ pub fn run(args: PrepareArgs) -> anyhow::Result<()> {
     let t = &rec.tokenizers;
     println!("wrote {}", cfg.out.display());
     println!("  task: {}", rec.options.task);
-    if rec.options.joint {
+    if let Some(audio) = &rec.audio {
+        let f = &audio.fbank;
+        println!(
+            "  audio: {} log-mel bins, {} ms windows every {} ms at {} Hz; transcripts: {} ({} tokens)",
+            f.n_mels, f.window_ms, f.hop_ms, f.sample_rate, t.tgt.kind, t.tgt.vocab_size
+        );
+    } else if rec.options.joint {
         println!(
             "  tokenizer: joint {} ({} tokens)",
             t.src.kind, t.src.vocab_size
@@ -493,7 +548,13 @@ pub fn run(args: PrepareArgs) -> anyhow::Result<()> {
         );
     }
     for name in SplitName::ALL {
-        if let Some(s) = rec.splits.get(name) {
+        if let (Some(s), Some(audio)) = (rec.splits.get(name), &rec.audio) {
+            let hours = s.src_tokens as f64 * f64::from(audio.fbank.hop_ms) / 3.6e6;
+            println!(
+                "  {name}: {} utterances, {} frames ({hours:.2} h), {} transcript tokens",
+                s.kept, s.src_tokens, s.tgt_tokens
+            );
+        } else if let Some(s) = rec.splits.get(name) {
             println!(
                 "  {name}: {} pairs, {} source and {} target tokens",
                 s.kept, s.src_tokens, s.tgt_tokens

@@ -204,7 +204,7 @@ pub fn run_holding(args: TrainArgs, held: Option<model_dir::ModelDirLock>) -> Re
         let mut run = RunConfig {
             arch,
             task: Some(data_task),
-            src_vocab: data.src_tokenizer.vocab_size(),
+            src_vocab: data.source_width(),
             tgt_vocab: data.tgt_tokenizer.vocab_size(),
             model,
             train,
@@ -268,13 +268,11 @@ pub fn run_holding(args: TrainArgs, held: Option<model_dir::ModelDirLock>) -> Re
             run.task()
         );
     }
-    if run.src_vocab != data.src_tokenizer.vocab_size()
-        || run.tgt_vocab != data.tgt_tokenizer.vocab_size()
-    {
+    if run.src_vocab != data.source_width() || run.tgt_vocab != data.tgt_tokenizer.vocab_size() {
         bail!(
             "{} has vocabularies of {}/{} tokens but the model in {} was built for {}/{}: resume with the DATA_DIR it was trained on",
             args.data.display(),
-            data.src_tokenizer.vocab_size(),
+            data.source_width(),
             data.tgt_tokenizer.vocab_size(),
             out.display(),
             run.src_vocab,

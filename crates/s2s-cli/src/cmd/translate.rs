@@ -10,6 +10,8 @@ pub enum SearchKind {
     Beam,
     Exhaustive,
     Sample,
+    /// A speech model's CTC head (trained with joint CTC): its best path, without the decoder.
+    Ctc,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -79,6 +81,7 @@ impl SearchArgs {
             SearchKind::Greedy => Strategy::Greedy,
             SearchKind::Beam => Strategy::Beam { k: self.beam },
             SearchKind::Exhaustive => Strategy::Exhaustive,
+            SearchKind::Ctc => Strategy::Ctc,
             SearchKind::Sample => Strategy::Sample {
                 temperature: self.temperature,
                 top_k: self.top_k,

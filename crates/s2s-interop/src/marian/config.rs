@@ -163,6 +163,7 @@ impl MarianConfig {
             zero_start: false,
             alignment_layer: None,
             copy: false,
+            speech: None,
         };
         cfg.validate()
             .map_err(|e| unsupported(format!("{what}: {e}")))?;
@@ -190,6 +191,12 @@ impl MarianConfig {
         }
         if cfg.pre_norm {
             return Err(refuse("pre_norm = true", "train with `pre_norm = false`"));
+        }
+        if cfg.speech.is_some() {
+            return Err(refuse(
+                "[model.speech]",
+                "MarianMT reads tokens, not audio; only text models export",
+            ));
         }
         if cfg.copy {
             return Err(refuse(

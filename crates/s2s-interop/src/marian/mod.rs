@@ -264,6 +264,7 @@ pub fn import(src: &Path, out: &Path, force: bool) -> Result<Imported> {
             test: None,
         },
         sources,
+        audio: None,
     };
     let mut run = run;
     if data.options.tgt_is_chinese {

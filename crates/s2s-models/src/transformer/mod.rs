@@ -71,6 +71,10 @@ pub struct TransformerConfig {
     /// vocabulary).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub copy: bool,
+    /// Reads feature frames through a convolutional front end instead of source tokens: a
+    /// speech recogniser (the `asr` task; `[model.speech]`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speech: Option<crate::speech::SpeechConfig>,
 }
 
 fn yes() -> bool {
@@ -110,11 +114,25 @@ impl TransformerConfig {
             return Err("learned positions need max_positions >= 1".into());
         }
         crate::config::check_alignment_layer(self.alignment_layer, self.dec_layers)?;
+        if let Some(speech) = &self.speech {
+            speech.validate()?;
+            if self.share_embeddings || self.copy {
+                return Err(
+                    "a speech model ([model.speech]) reads frames, not tokens: set share_embeddings = false and copy = false"
+                        .into(),
+                );
+            }
+        }
         Ok(())
     }
 
     /// Checks what depends on the data: shared embeddings need one vocabulary.
     pub fn check_vocab(&self, src_vocab: usize, tgt_vocab: usize) -> Result<(), String> {
+        if self.speech.is_some() && src_vocab < 4 {
+            return Err(format!(
+                "a speech model reads frames of at least 4 feature bins, but the data has {src_vocab}; prepare it with more mel bins"
+            ));
+        }
         if self.share_embeddings && src_vocab != tgt_vocab {
             return Err(format!(
                 "share_embeddings = true needs one joint vocabulary, but the source has {src_vocab} \

@@ -10,11 +10,12 @@ use super::attention::{KeyValue, PrefixCache};
 use super::decoder::TransformerDecoder;
 use super::encoder::TransformerEncoder;
 use super::positions::PositionEncoding;
-use crate::OutputLayer;
 use crate::copy::CopyGate;
 use crate::engine::{self, RowMap, int8::Int8Matrix};
 use crate::init::{embedding, xavier_linear};
 use crate::layers::{Embedding, Linear};
+use crate::speech::ConvSubsampling;
+use crate::{OutputLayer, PaddedSource};
 
 /// Everything incremental decoding keeps between steps, for all live rows.
 /// [`TransformerState::select_rows`] follows beam search's survivors.
@@ -109,8 +110,14 @@ impl Quantizable<'_> {
 
 #[derive(Module, Debug)]
 pub struct TransformerSeq2Seq {
-    /// Source token embeddings; `None` when `share_embeddings` makes the encoder read `tgt_emb`.
+    /// Source token embeddings; `None` when `share_embeddings` makes the encoder read `tgt_emb`,
+    /// and in a speech model.
     pub src_emb: Option<Embedding>,
+    /// A speech model's front end, in place of source embeddings ([`crate::speech`]).
+    pub speech: Option<ConvSubsampling>,
+    /// A speech model's joint-CTC projection of the encoder output to the vocabulary
+    /// (`[model.speech] ctc_weight`), used by training only.
+    pub ctc: Option<Linear>,
     pub tgt_emb: Embedding,
     pub src_pos: PositionEncoding,
     pub tgt_pos: PositionEncoding,
@@ -130,7 +137,8 @@ pub struct TransformerSeq2Seq {
 
 impl TransformerSeq2Seq {
     /// Builds the model; the config must be valid ([`TransformerConfig::validate`]) and, with
-    /// `share_embeddings`, the vocabularies equal ([`TransformerConfig::check_vocab`]).
+    /// `share_embeddings`, the vocabularies equal ([`TransformerConfig::check_vocab`]). A speech
+    /// model's `src_vocab` is the number of feature bins of its frames.
     pub fn new(
         cfg: &TransformerConfig,
         src_vocab: usize,
@@ -143,8 +151,17 @@ impl TransformerSeq2Seq {
         let std = (d as f64).powf(-0.5);
         let pad = Some(s2s_data::PAD);
         Self {
-            src_emb: (!cfg.share_embeddings)
+            src_emb: (!cfg.share_embeddings && cfg.speech.is_none())
                 .then(|| embedding(src_vocab, d, std, pad, device).into()),
+            speech: cfg
+                .speech
+                .as_ref()
+                .map(|s| ConvSubsampling::new(s, src_vocab, d, device)),
+            ctc: cfg
+                .speech
+                .as_ref()
+                .filter(|s| s.ctc_weight > 0.0)
+                .map(|_| xavier_linear(d, tgt_vocab, true, device).into()),
             tgt_emb: embedding(tgt_vocab, d, std, pad, device).into(),
             src_pos: PositionEncoding::new(cfg.positions, d, cfg.max_positions, device),
             tgt_pos: PositionEncoding::new(cfg.positions, d, cfg.max_positions, device),
@@ -198,11 +215,36 @@ impl TransformerSeq2Seq {
         self.encoder.forward(x, pad)
     }
 
-    /// Encodes and projects the encoder output for every decoder layer's cross-attention: the
-    /// state before the first decoding step.
-    pub fn start(&self, src: Tensor<2, Int>, pad: Tensor<2, Bool>) -> TransformerState {
-        let memory = self.encode(src, &pad);
-        TransformerState {
+    /// A speech model's encoder output `[batch, positions, d]` for `frames` with `pad` (true at
+    /// padded frames), and the positions' padding mask.
+    pub fn encode_frames(
+        &self,
+        frames: Tensor<3>,
+        pad: &Tensor<2, Bool>,
+    ) -> (Tensor<3>, Tensor<2, Bool>) {
+        let front = self
+            .speech
+            .as_ref()
+            .expect("frames need a speech model ([model.speech])");
+        let (x, pad) = front.forward(frames, pad);
+        let [_, len, _] = x.dims();
+        let x = x + self.src_pos.forward(0, len, &pad.device());
+        (self.encoder.forward(self.dropout.forward(x), &pad), pad)
+    }
+
+    /// Encodes `src` (token ids, or a speech model's frames) and projects the encoder output for
+    /// every decoder layer's cross-attention: the state before the first decoding step.
+    pub fn start(&self, src: &PaddedSource) -> TransformerState {
+        self.start_keeping_memory(src).0
+    }
+
+    /// [`TransformerSeq2Seq::start`], also returning the encoder output.
+    fn start_keeping_memory(&self, src: &PaddedSource) -> (TransformerState, Tensor<3>) {
+        let (memory, pad) = match &src.frames {
+            Some(frames) => self.encode_frames(frames.clone(), &src.pad),
+            None => (self.encode(src.ids.clone(), &src.pad), src.pad.clone()),
+        };
+        let state = TransformerState {
             cross: self
                 .decoder
                 .layers
@@ -214,7 +256,8 @@ impl TransformerSeq2Seq {
             past: None,
             steps: 0,
             output: None,
-        }
+        };
+        (state, memory)
     }
 
     /// Which decoder layer's cross-attention is reported.
@@ -392,12 +435,42 @@ impl TransformerSeq2Seq {
     /// `[batch, tgt_len, src_len]`.
     pub fn teacher_hidden(
         &self,
-        src: Tensor<2, Int>,
-        src_pad: Tensor<2, Bool>,
+        src: &PaddedSource,
         tgt_in: Tensor<2, Int>,
     ) -> (Tensor<3>, Tensor<3>) {
-        let mut state = self.start(src, src_pad);
+        let mut state = self.start(src);
         self.decode(&mut state, tgt_in)
+    }
+
+    /// [`TransformerSeq2Seq::teacher_hidden`]'s features, and for a speech model with joint CTC
+    /// the CTC log-probabilities of its encoder output, `[positions, batch, vocab]`.
+    pub fn teacher_hidden_ctc(
+        &self,
+        src: &PaddedSource,
+        tgt_in: Tensor<2, Int>,
+    ) -> (Tensor<3>, Option<Tensor<3>>) {
+        let (mut state, memory) = self.start_keeping_memory(src);
+        let ctc = self.ctc_log_probs(memory).map(|lp| lp.swap_dims(0, 1));
+        (self.decode(&mut state, tgt_in).0, ctc)
+    }
+
+    /// The CTC head's log-probabilities `[batch, positions, vocab]` over the encoder output
+    /// `memory`; none without joint CTC.
+    fn ctc_log_probs(&self, memory: Tensor<3>) -> Option<Tensor<3>> {
+        let proj = self.ctc.as_ref()?;
+        Some(burn::tensor::activation::log_softmax(
+            proj.forward(memory),
+            2,
+        ))
+    }
+
+    /// For a speech model with joint CTC and a batch of frames: the CTC head's log-probabilities
+    /// `[batch, positions, vocab]` and the positions' padding mask.
+    pub fn ctc_outputs(&self, src: &PaddedSource) -> Option<(Tensor<3>, Tensor<2, Bool>)> {
+        let frames = src.frames.as_ref()?;
+        self.ctc.as_ref()?;
+        let (memory, pad) = self.encode_frames(frames.clone(), &src.pad);
+        Some((self.ctc_log_probs(memory)?, pad))
     }
 
     /// One incremental step: `tokens: [rows]` are the previous tokens. Returns the logits

@@ -6,7 +6,7 @@ use burn::module::Param;
 use burn::tensor::{Device, Int, Tensor, TensorData};
 use s2s_models::decoder::Decoder;
 use s2s_models::rnn::RnnAttention;
-use s2s_models::{ModelConfig, PaddedIds, Seq2SeqModel};
+use s2s_models::{ModelConfig, PaddedSource, Seq2SeqModel};
 use s2s_search::step::StepModel;
 
 pub const VOCAB: usize = 23;
@@ -123,7 +123,7 @@ pub fn teacher_log_probs(
     tgt_in: &[Vec<u32>],
 ) -> Vec<Vec<Vec<f32>>> {
     let device = device_of(model);
-    let src = PaddedIds::new(srcs, PAD, &device);
+    let src = PaddedSource::new(srcs, PAD, &device);
     let log_probs = model.teacher_log_probs(&src, int2(tgt_in, PAD, &device), None);
     let [b, t, v] = log_probs.dims();
     let lp: Vec<f32> = log_probs.into_data().try_into_vec::<f32>().unwrap();
@@ -230,12 +230,7 @@ pub fn check_cached_matches_uncached_on(
         .collect();
     let teacher = teacher_log_probs(model, &srcs, &tgts);
     let width = teacher[0][0].len();
-    let decoder = Decoder {
-        model,
-        device: device_of(model),
-        special: SPECIAL,
-        vocab_size: width,
-    };
+    let decoder: Decoder = Decoder::new(model, device_of(model), SPECIAL, width);
     // `start` appends <eos> itself.
     let sources: Vec<Vec<u32>> = srcs.iter().map(|s| s[..s.len() - 1].to_vec()).collect();
     let src_len = srcs.iter().map(Vec::len).max().unwrap();

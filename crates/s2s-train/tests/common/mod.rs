@@ -71,7 +71,7 @@ pub fn run_config_toml(data: &DataDir, text: &str) -> RunConfig {
     RunConfig {
         arch,
         task: Some(task),
-        src_vocab: data.src_tokenizer.vocab_size(),
+        src_vocab: data.source_width(),
         tgt_vocab: data.tgt_tokenizer.vocab_size(),
         model,
         train,
@@ -193,6 +193,7 @@ pub fn assert_same_metrics(a: &Path, b: &Path) -> usize {
             ("valid loss", x.valid_loss, y.valid_loss),
             ("valid BLEU", x.valid_bleu, y.valid_bleu),
             ("valid accuracy", x.valid_accuracy, y.valid_accuracy),
+            ("valid WER", x.valid_wer, y.valid_wer),
         ] {
             assert_eq!(u.to_bits(), v.to_bits(), "{what} at step {}", x.step);
         }
