@@ -379,21 +379,9 @@ impl DataDir {
     /// Encodes a split with the two tokenizers (speech: the transcripts, and the frames as they
     /// are).
     pub fn encode(&self, text: &ParallelText) -> EncodedSplit {
-        if let Some(frames) = &text.frames {
-            return EncodedSplit {
-                src: vec![Vec::new(); text.len()],
-                tgt: text
-                    .tgt
-                    .iter()
-                    .map(|s| self.tgt_tokenizer.encode(s))
-                    .collect(),
-                specials: self.specials(),
-                src_words: Vec::new(),
-                frames: Some(frames.clone()),
-            };
-        }
-        EncodedSplit {
-            src: text
+        let src = match &text.frames {
+            Some(_) => vec![Vec::new(); text.len()],
+            None => text
                 .src
                 .iter()
                 .map(|s| {
@@ -401,6 +389,9 @@ impl DataDir {
                     options.encode_source(&self.src_tokenizer, s, false).0
                 })
                 .collect(),
+        };
+        EncodedSplit {
+            src,
             tgt: text
                 .tgt
                 .iter()
@@ -408,7 +399,7 @@ impl DataDir {
                 .collect(),
             specials: self.specials(),
             src_words: Vec::new(),
-            frames: None,
+            frames: text.frames.clone(),
         }
     }
 
