@@ -110,31 +110,16 @@ pub fn batch_loss(
             copy.vocab,
         );
     }
-    if let (Some(w), Seq2SeqModel::Transformer(m), Some(frames)) =
-        (model.ctc_weight(), model, &b.frames)
-    {
-        let (hidden, ctc) = m.teacher_hidden_ctc(&src, tgt_in);
-        let ce = projected_label_smoothed_nll(
-            hidden,
-            &model.output_layer(),
-            tgt_out,
-            b.specials.pad,
-            cfg.label_smoothing,
-            targets.tokens,
-        );
-        let ctc = ctc.expect("a model with a CTC weight has a CTC projection");
-        let positions: Vec<usize> = frames
-            .lens
-            .iter()
-            .map(|&n| s2s_models::speech::subsampled_len(n))
-            .collect();
-        let ctc = ctc_per_token(ctc, b, &positions, targets.tokens);
-        return LossOutput {
-            loss: ce.loss * (1.0 - w) + ctc * w,
-            nll_sum: ce.nll_sum,
-        };
-    }
-    let hidden = if tf >= 1.0 {
+    // Joint CTC: the encoder's CTC log-probabilities beside the decoder's features.
+    let mut ctc = None;
+    let hidden = if let (Some(w), Seq2SeqModel::Transformer(m)) = (model.ctc_weight(), model) {
+        let (hidden, log_probs) = m.teacher_hidden_ctc(&src, tgt_in);
+        ctc = Some((
+            w,
+            log_probs.expect("a model with a CTC weight has a CTC projection"),
+        ));
+        hidden
+    } else if tf >= 1.0 {
         model.teacher_hidden(&src, tgt_in, None)
     } else {
         let mut rng =
@@ -147,14 +132,21 @@ pub fn batch_loss(
         };
         model.teacher_hidden(&src, tgt_in, Some(&mut choose))
     };
-    projected_label_smoothed_nll(
+    let ce = projected_label_smoothed_nll(
         hidden,
         &model.output_layer(),
         tgt_out,
         b.specials.pad,
         cfg.label_smoothing,
         targets.tokens,
-    )
+    );
+    match ctc {
+        Some((w, log_probs)) => LossOutput {
+            loss: ce.loss * (1.0 - w) + ctc_per_token(log_probs, b, targets.tokens) * w,
+            nll_sum: ce.nll_sum,
+        },
+        None => ce,
+    }
 }
 
 /// A step's gradients before the finiteness check: one device's loss still to backpropagate, or

@@ -132,19 +132,19 @@ pub fn projected_label_smoothed_nll(
     LossOutput { loss, nll_sum }
 }
 
-/// Joint CTC's term for batch `b`: the CTC loss of its transcripts (the target rows without
-/// `<eos>`; the blank is the padding id, never a target) under the encoder's log-probabilities
-/// `log_probs: [positions, batch, vocab]`, row `r` spanning its first `positions[r]`, summed
-/// over the batch and divided by `tokens` like the cross-entropy.
-pub fn ctc_per_token(
-    log_probs: Tensor<3>,
-    b: &s2s_data::Batch,
-    positions: &[usize],
-    tokens: usize,
-) -> Tensor<1> {
+/// Joint CTC's term for speech batch `b`: the CTC loss of its transcripts (the target rows
+/// without `<eos>`; the blank is the padding id, never a target) under the encoder's
+/// log-probabilities `log_probs: [positions, batch, vocab]`, each row spanning the positions its
+/// frames subsample to, summed over the batch and divided by `tokens` like the cross-entropy.
+pub fn ctc_per_token(log_probs: Tensor<3>, b: &s2s_data::Batch, tokens: usize) -> Tensor<1> {
     let device = log_probs.device();
     let lengths: Vec<u32> = b.tgt_lens.iter().map(|&n| n as u32 - 1).collect();
-    let positions: Vec<u32> = positions.iter().map(|&n| n as u32).collect();
+    let frames = b.frames.as_ref().expect("a CTC loss needs a speech batch");
+    let positions: Vec<u32> = frames
+        .lens
+        .iter()
+        .map(|&n| s2s_models::speech::subsampled_len(n) as u32)
+        .collect();
     burn::tensor::module::ctc_loss(
         log_probs,
         s2s_models::ids_2d(&b.tgt_out, [b.batch_size, b.tgt_len], &device),
