@@ -10,12 +10,21 @@ use clap::{Parser, Subcommand};
 #[derive(Parser)]
 #[command(
     name = "s2s",
-    version,
+    version = version_line(),
     about = "Sequence-to-sequence learning: prepare, train, translate, evaluate, serve"
 )]
 struct Cli {
     #[command(subcommand)]
     command: Command,
+}
+
+/// `s2s --version`: the version and the devices compiled in (`cpu, cuda, wgpu`).
+fn version_line() -> &'static str {
+    static LINE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    LINE.get_or_init(|| {
+        let devices = s2s_models::backend::compiled_devices().join(", ");
+        format!("{} (devices: {devices})", env!("CARGO_PKG_VERSION"))
+    })
 }
 
 // Parsed once per process: the variants' sizes do not matter.

@@ -298,3 +298,28 @@ fn train_help_lists_every_preset() {
         assert!(help.contains(name), "{name} missing from:\n{help}");
     }
 }
+
+#[test]
+fn the_version_names_the_devices_compiled_in_and_a_missing_one_is_refused_clearly() {
+    let mut c = s2s();
+    c.arg("--version");
+    let o = run(c);
+    let version = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(o.status.success(), "{version}");
+    assert!(version.contains("(devices: cpu"), "{version}");
+    for kind in ["cuda", "wgpu"] {
+        if version.contains(kind) {
+            continue;
+        }
+        let mut c = s2s();
+        c.args(["bench", "--models", "transformer", "--device", kind]);
+        let o = run(c);
+        let err = stderr(&o);
+        assert!(!o.status.success(), "{err}");
+        assert!(
+            err.contains(&format!("not compiled-in device `{kind}`")),
+            "{err}"
+        );
+        assert!(err.contains("--features"), "{err}");
+    }
+}

@@ -33,6 +33,22 @@ pub fn parse_device(name: &str) -> Result<Device, String> {
     }
 }
 
+/// The kinds of device this build can run on, for `s2s --version`: a prebuilt binary says what
+/// it was compiled with.
+pub fn compiled_devices() -> Vec<&'static str> {
+    let mut kinds = vec!["cpu"];
+    if cfg!(feature = "cuda") {
+        kinds.push("cuda");
+    }
+    if cfg!(feature = "rocm") {
+        kinds.push("rocm");
+    }
+    if cfg!(feature = "wgpu") {
+        kinds.push("wgpu");
+    }
+    kinds
+}
+
 /// Parses a comma-separated device list (`--devices cuda:0,cuda:1`; `cpu,cpu` runs the
 /// multi-device code path on the CPU). The first device is the main one.
 pub fn parse_devices(list: &str) -> Result<Vec<Device>, String> {
