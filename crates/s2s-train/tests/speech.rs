@@ -1,6 +1,6 @@
 //! Speech recognition end to end on synthetic audio prepared with the real pipeline: WAV files
-//! of "spoken" words (each word a tone of its own pitch and length, at two sample rates), a
-//! manifest, `prepare --task asr`, a speech Transformer trained to transcribe them, and
+//! of "spoken" words (each word a tone of its own pitch and length, at two sample rates:
+//! `s2s_data::audio::write_tone_corpus`), a manifest, `prepare --task asr`, a speech Transformer trained to transcribe them, and
 //! transcripts through the translator (the path of `s2s translate` and `s2s serve`) scored by
 //! word error rate, by the attention decoder and by the joint CTC head alone. A speech model
 //! resumes exactly, SpecAugment included, and transcribes a file the same alone as in a batch.
@@ -8,54 +8,12 @@
 mod common;
 
 use common::*;
-use rand::{Rng, SeedableRng};
-use rand_chacha::ChaCha8Rng;
-use s2s_data::audio::{Audio, SpecAugment, WavFormat, write_wav};
+use s2s_data::audio::SpecAugment;
 use s2s_data::{CorpusSource, DataDir, PrepareConfig, Task, TokenizerKind};
 use std::path::Path;
 
-const WORDS: [(&str, f32, f32); 4] = [
-    // word, pitch (Hz), duration (s)
-    ("low", 300.0, 0.20),
-    ("mid", 700.0, 0.12),
-    ("high", 1500.0, 0.16),
-    ("top", 2600.0, 0.10),
-];
-
-/// `n` utterances of 1-4 words with short silences between them; every third at 16 kHz, the
-/// others at 8 kHz (the features are computed at 8 kHz: the 16 kHz files are resampled).
 fn write_manifest(dir: &Path, name: &str, n: usize, seed: u64) -> CorpusSource {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let folder = dir.join(name);
-    std::fs::create_dir_all(&folder).unwrap();
-    let mut lines = String::new();
-    for i in 0..n {
-        let rate = if i % 3 == 0 { 16_000 } else { 8_000 };
-        let mut samples = vec![0.0f32; rng.random_range(0..400) * rate / 8_000];
-        let mut words = Vec::new();
-        for _ in 0..rng.random_range(1..=4) {
-            let (word, pitch, secs) = WORDS[rng.random_range(0..WORDS.len())];
-            let amp = rng.random_range(0.2..0.6);
-            let len = (secs * rate as f32) as usize;
-            samples.extend((0..len).map(|t| {
-                amp * (2.0 * std::f32::consts::PI * pitch * t as f32 / rate as f32).sin()
-            }));
-            samples.extend(std::iter::repeat_n(
-                0.0,
-                rng.random_range(240..640) * rate / 8_000,
-            ));
-            words.push(word);
-        }
-        let file = format!("{name}/{i:04}.wav");
-        let audio = Audio {
-            sample_rate: rate as u32,
-            samples,
-        };
-        write_wav(&dir.join(&file), &audio, WavFormat::Pcm16).unwrap();
-        lines.push_str(&format!("{file}\t{}\n", words.join(" ")));
-    }
-    let path = dir.join(format!("{name}.tsv"));
-    std::fs::write(&path, lines).unwrap();
+    let path = s2s_data::audio::write_tone_corpus(dir, name, n, seed).unwrap();
     CorpusSource::Manifest { path }
 }
 

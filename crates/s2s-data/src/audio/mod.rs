@@ -16,6 +16,7 @@ pub mod digits;
 pub mod fbank;
 pub mod manifest;
 pub mod store;
+pub mod tones;
 pub mod wav;
 
 pub use augment::SpecAugment;
@@ -24,4 +25,5 @@ pub use digits::{DigitsSummary, write_connected_digits};
 pub use fbank::{Fbank, FbankConfig, Features};
 pub use manifest::{read_kaldi_dir, read_manifest};
 pub use store::{read_features, write_features};
+pub use tones::{TONE_WORDS, write_tone_corpus};
 pub use wav::{Audio, WavFormat, decode_wav, read_wav, resample, write_wav};
