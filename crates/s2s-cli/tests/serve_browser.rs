@@ -1,6 +1,7 @@
 //! The web page in a real headless Chromium, driven through chromedriver (WebDriver): type
 //! sentences, press Translate, check the translations and that the heatmap has one cell per
-//! (output token, source token).
+//! (output token, source token); for a speech model, transcribe a chosen WAV file and a
+//! recording from Chromium's fake microphone.
 //!
 //! Needs Debian's `chromium` and `chromium-driver` (`.ci/run` installs them). Without
 //! chromedriver the test fails, unless `S2S_SKIP_BROWSER=1`. With `S2S_SCREENSHOT=FILE.png` it
@@ -253,11 +254,11 @@ async fn drive(c: &fantoccini::Client, addr: SocketAddr, expected: &Value) {
     }
 }
 
-#[test]
-fn web_page_translates_and_draws_the_heatmap() {
+/// chromedriver and Chromium, found on PATH; `None` (the test skips) with `S2S_SKIP_BROWSER=1`.
+fn browser() -> Option<(PathBuf, PathBuf)> {
     if std::env::var("S2S_SKIP_BROWSER").as_deref() == Ok("1") {
         eprintln!("S2S_SKIP_BROWSER=1: skipping the browser test");
-        return;
+        return None;
     }
     let Some(driver_bin) = which("chromedriver") else {
         panic!(
@@ -270,36 +271,40 @@ fn web_page_translates_and_draws_the_heatmap() {
         .iter()
         .find_map(|n| which(n))
         .expect("chromium not found on PATH: run .ci/run (it installs Debian's chromium)");
+    Some((driver_bin, chromium))
+}
 
-    let server = start(config());
-    let addr = server.addr();
-    let expected = translate(
-        addr,
-        &json!({"text": ["1 2 3 4", "9 8 7 6 5"], "beam": 5, "alpha": 0.75, "nbest": 3, "attention": true}),
-    );
-    assert_eq!(expected.status, 200, "{}", expected.body);
-    let expected = expected.json();
-
+/// Runs `drive` in a headless Chromium session (with `extra_args`), then always closes the
+/// browser before reporting a failure.
+fn in_chromium<F, Fut>(driver_bin: &Path, chromium: &Path, extra_args: &[&str], drive: F)
+where
+    F: FnOnce(fantoccini::Client) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
     let tmp = tempfile::tempdir().unwrap();
     let profile = tmp.path().join("profile");
     let log = tmp.path().join("chromedriver.log");
-    let (driver, port) = start_driver(&driver_bin, &log);
-
+    let (driver, port) = start_driver(driver_bin, &log);
+    let mut args = vec![
+        "--headless".to_owned(),
+        "--no-sandbox".into(),
+        "--disable-gpu".into(),
+        "--no-first-run".into(),
+        "--disable-background-networking".into(),
+        "--disable-component-update".into(),
+        "--disable-sync".into(),
+        "--disable-quic".into(),
+        "--disable-dev-shm-usage".into(),
+        "--hide-scrollbars".into(),
+        format!("--user-data-dir={}", profile.display()),
+    ];
+    args.extend(extra_args.iter().map(|a| a.to_string()));
     let rt = tokio::runtime::Runtime::new().unwrap();
     let outcome = rt.block_on(async {
         let mut caps = serde_json::Map::new();
         caps.insert(
             "goog:chromeOptions".into(),
-            json!({
-                "binary": chromium,
-                "args": [
-                    "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-                    "--disable-background-networking", "--disable-component-update",
-                    "--disable-sync", "--disable-quic", "--disable-dev-shm-usage",
-                    "--hide-scrollbars",
-                    format!("--user-data-dir={}", profile.display()),
-                ],
-            }),
+            json!({ "binary": chromium, "args": args }),
         );
         let client = ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
             .capabilities(caps)
@@ -311,18 +316,158 @@ fn web_page_translates_and_draws_the_heatmap() {
                     std::fs::read_to_string(&log).unwrap_or_default()
                 )
             });
-        // Run the checks, then always close the browser before reporting.
-        let run = tokio::spawn({
-            let client = client.clone();
-            async move { drive(&client, addr, &expected).await }
-        })
-        .await;
+        let run = tokio::spawn(drive(client.clone())).await;
         let _ = client.close().await;
         run
     });
     drop(driver);
-    server.shutdown().unwrap();
     if let Err(e) = outcome {
         std::panic::resume_unwind(e.into_panic());
     }
+}
+
+#[test]
+fn web_page_translates_and_draws_the_heatmap() {
+    let Some((driver_bin, chromium)) = browser() else {
+        return;
+    };
+    let server = start(config());
+    let addr = server.addr();
+    let expected = translate(
+        addr,
+        &json!({"text": ["1 2 3 4", "9 8 7 6 5"], "beam": 5, "alpha": 0.75, "nbest": 3, "attention": true}),
+    );
+    assert_eq!(expected.status, 200, "{}", expected.body);
+    let expected = expected.json();
+    in_chromium(&driver_bin, &chromium, &[], move |client| async move {
+        drive(&client, addr, &expected).await
+    });
+    server.shutdown().unwrap();
+}
+
+/// The page of a speech model: a WAV file chosen in the file input is transcribed as
+/// `POST /v1/transcribe` transcribes it, with a heatmap over time; a recording from the
+/// (fake) microphone is sent and transcribed too.
+#[test]
+fn web_page_transcribes_a_file_and_a_recording() {
+    let Some((driver_bin, chromium)) = browser() else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let (model, wavs) = train_speech_model(tmp.path(), 30);
+    let mut cfg = s2s_serve::ServeConfig::new(&model);
+    cfg.addr = SocketAddr::from(([127, 0, 0, 1], 0));
+    let server = start(cfg);
+    let addr = server.addr();
+    let wav = wavs[0].clone();
+    let expected = post_bytes(
+        addr,
+        "/v1/transcribe?beam=5&alpha=0.75&nbest=3&attention=true",
+        Some("audio/wav"),
+        &std::fs::read(&wav).unwrap(),
+    );
+    assert_eq!(expected.status, 200, "{}", expected.body);
+    let expected = expected.json();
+    let fake_mic = [
+        "--use-fake-ui-for-media-stream",
+        "--use-fake-device-for-media-stream",
+        "--autoplay-policy=no-user-gesture-required",
+    ];
+    in_chromium(&driver_bin, &chromium, &fake_mic, move |c| async move {
+        c.set_window_size(1100, 1400).await.unwrap();
+        c.goto(&format!("http://{addr}/")).await.unwrap();
+        c.wait()
+            .at_most(Duration::from_secs(20))
+            .for_element(Locator::XPath(
+                "//p[@id='model-info' and contains(., 'speech-transformer-tiny')]",
+            ))
+            .await
+            .expect("model information shown");
+        assert_eq!(c.title().await.unwrap(), "s2s — transcribe");
+        assert!(
+            !c.find(Locator::Id("src"))
+                .await
+                .unwrap()
+                .is_displayed()
+                .await
+                .unwrap()
+        );
+        let button = c.find(Locator::Id("translate")).await.unwrap();
+        assert_eq!(button.text().await.unwrap(), "Transcribe");
+
+        // A file.
+        c.find(Locator::Id("wav"))
+            .await
+            .unwrap()
+            .send_keys(&wav.display().to_string())
+            .await
+            .unwrap();
+        button.click().await.unwrap();
+        c.wait()
+            .at_most(Duration::from_secs(30))
+            .for_element(Locator::Css("#heatmap td.heat-cell"))
+            .await
+            .expect("the heatmap appears");
+        let t = &expected["translations"][0];
+        assert_eq!(
+            text_of(&c, ".translation").await,
+            vec![t["hyps"][0]["text"].as_str().unwrap().to_owned()]
+        );
+        let name = wav.file_name().unwrap().to_string_lossy().into_owned();
+        assert_eq!(text_of(&c, ".result .src").await, vec![name.clone()]);
+        let a = &t["hyps"][0]["attention"];
+        let (rows, cols) = (
+            a["tgt"].as_array().unwrap().len(),
+            a["src"].as_array().unwrap().len(),
+        );
+        assert_eq!(cells(&c).await, rows * cols);
+        let first = text_of(&c, "#heatmap thead th").await;
+        assert_eq!(first[0], "0.00s", "columns are labelled by time");
+        let status = c
+            .find(Locator::Id("status"))
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        assert!(
+            status.starts_with(&format!("Transcribed {name}")),
+            "{status}"
+        );
+
+        // A recording: Chromium's fake microphone plays a tone.
+        let record = c.find(Locator::Id("record")).await.unwrap();
+        record.click().await.unwrap();
+        c.wait()
+            .at_most(Duration::from_secs(10))
+            .for_element(Locator::XPath("//button[@id='record' and text()='Stop']"))
+            .await
+            .expect("recording starts");
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        record.click().await.unwrap();
+        let recorded = c
+            .find(Locator::Id("audio-status"))
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        assert!(recorded.starts_with("Recorded "), "{recorded}");
+        let secs: f64 = recorded
+            .trim_start_matches("Recorded ")
+            .trim_end_matches(" s.")
+            .parse()
+            .unwrap();
+        assert!(secs > 0.5, "{recorded}");
+        button.click().await.unwrap();
+        c.wait()
+            .at_most(Duration::from_secs(30))
+            .for_element(Locator::XPath(
+                "//p[@id='status' and starts-with(., 'Transcribed recording.wav')]",
+            ))
+            .await
+            .expect("the recording is transcribed");
+        assert_eq!(text_of(&c, ".result .src").await, vec!["recording.wav"]);
+    });
+    server.shutdown().unwrap();
 }

@@ -405,23 +405,40 @@ impl Translator {
     /// The model's view of the audio file at each path: its features, normalised as in
     /// training.
     pub fn audio_frames(&self, paths: &[String]) -> Result<Vec<Frames>, InferError> {
+        paths
+            .iter()
+            .map(|path| {
+                let wav = s2s_data::audio::read_wav(Path::new(path))
+                    .map_err(|e| InferError::Request(e.to_string()))?;
+                self.frames_of(&wav)
+            })
+            .collect()
+    }
+
+    /// A WAV file's bytes (an upload), decoded; `name` labels it in errors. Its length is
+    /// `seconds()`, known before the features are computed ([`Translator::frames_of`]).
+    pub fn decode_wav(
+        &self,
+        bytes: &[u8],
+        name: &str,
+    ) -> Result<s2s_data::audio::Audio, InferError> {
+        s2s_data::audio::decode_wav(bytes, name).map_err(|e| InferError::Request(e.to_string()))
+    }
+
+    /// Decoded audio as the model sees it: resampled to its rate, log-mel features normalised as
+    /// in training.
+    pub fn frames_of(&self, wav: &s2s_data::audio::Audio) -> Result<Frames, InferError> {
         let audio =
             self.loaded.data.audio.as_ref().ok_or_else(|| {
                 InferError::Request("this model reads text, not audio".to_owned())
             })?;
         let fbank = s2s_data::audio::Fbank::new(&audio.fbank)
             .map_err(|e| InferError::Config(e.to_string()))?;
-        paths
-            .iter()
-            .map(|path| {
-                let wav = s2s_data::audio::read_wav(Path::new(path))
-                    .and_then(|w| s2s_data::audio::resample(&w, audio.fbank.sample_rate))
-                    .map_err(|e| InferError::Request(e.to_string()))?;
-                let mut f = fbank.features(&wav.samples);
-                audio.cmvn.apply(&mut f);
-                Ok(Frames(std::sync::Arc::new(f)))
-            })
-            .collect()
+        let wav = s2s_data::audio::resample(wav, audio.fbank.sample_rate)
+            .map_err(|e| InferError::Request(e.to_string()))?;
+        let mut f = fbank.features(&wav.samples);
+        audio.cmvn.apply(&mut f);
+        Ok(Frames(std::sync::Arc::new(f)))
     }
 
     /// Transcribes the WAV files at `paths` (a speech model's [`Translator::translate`]).
@@ -431,29 +448,50 @@ impl Translator {
         cfg: &SearchConfig,
         batch_size: usize,
     ) -> Result<Vec<Translation>, InferError> {
-        let l = &self.loaded;
         let frames = self.audio_frames(paths)?;
-        let results = s2s_models::decoder::translate_all(
-            &l.model,
-            &l.device,
-            l.run.tgt_vocab,
-            &frames,
-            cfg,
-            batch_size,
-        )?;
-        let hop = l.data.audio.as_ref().map_or(0.0, |a| a.fbank.hop_ms) / 1000.0;
+        let results = self.search_frames(&frames, cfg, batch_size)?;
         Ok(paths
             .iter()
             .zip(&frames)
             .zip(&results)
-            .map(|((path, f), hyps)| {
-                // Encoder position j covers frames from 4j on (s2s_models::speech).
-                let times: Vec<String> = (0..Source::len(f))
-                    .map(|j| format!("{:.2}s", (4 * j) as f32 * hop))
-                    .collect();
-                self.describe_tokens(path, times, &[], hyps)
-            })
+            .map(|((path, f), hyps)| self.describe_frames(path, f, hyps))
             .collect())
+    }
+
+    /// Searches a speech model over audio features, `batch_size` utterances at a time; returns
+    /// each one's n-best, best first.
+    pub fn search_frames(
+        &self,
+        frames: &[Frames],
+        cfg: &SearchConfig,
+        batch_size: usize,
+    ) -> Result<Vec<Vec<Hypothesis>>, InferError> {
+        let l = &self.loaded;
+        Ok(s2s_models::decoder::translate_all(
+            &l.model,
+            &l.device,
+            l.run.tgt_vocab,
+            frames,
+            cfg,
+            batch_size,
+        )?)
+    }
+
+    /// One utterance's hypotheses (see [`Translator::describe`]): its attention columns are
+    /// labelled with the time each encoder position starts at.
+    pub fn describe_frames(&self, name: &str, frames: &Frames, hyps: &[Hypothesis]) -> Translation {
+        let hop = self
+            .loaded
+            .data
+            .audio
+            .as_ref()
+            .map_or(0.0, |a| a.fbank.hop_ms)
+            / 1000.0;
+        // Encoder position j covers frames from 4j on (s2s_models::speech).
+        let times: Vec<String> = (0..Source::len(frames))
+            .map(|j| format!("{:.2}s", (4 * j) as f32 * hop))
+            .collect();
+        self.describe_tokens(name, times, &[], hyps)
     }
 
     /// Translates every text: [`Translator::encode`], [`Translator::search`], then

@@ -1,8 +1,12 @@
-// s2s web page: calls POST /v1/translate and draws the n-best and an attention heatmap.
+// s2s web page: calls POST /v1/translate (or, for a speech model, POST /v1/transcribe with a WAV
+// file or a microphone recording) and draws the n-best and an attention heatmap.
 "use strict";
 
 const $ = (id) => document.getElementById(id);
 let results = [];
+let audioInput = false; // the model transcribes audio
+let recorded = null; // {blob, name} of the last microphone recording
+let recording = null; // {stream, ctx, node, chunks} while the microphone records
 
 function el(tag, attrs = {}, ...children) {
   const e = document.createElement(tag);
@@ -28,6 +32,7 @@ async function loadInfo() {
     const m = h.model;
     $("model-info").textContent =
       `${m.arch} · ${m.params.toLocaleString()} parameters · vocabularies ${m.src_vocab}/${m.tgt_vocab}`;
+    if (m.input === "audio") useAudio();
     if (h.limits) {
       $("beam").max = h.limits.max_beam;
       $("nbest").max = h.limits.max_beam;
@@ -83,9 +88,14 @@ function drawHeatmap(att, label) {
   table.replaceChildren();
   table.dataset.rows = att.tgt.length;
   table.dataset.cols = att.src.length;
+  // Audio has a column per 40 ms or so: narrow cells, a time label every tenth column.
+  const dense = audioInput && att.src.length > 40;
+  table.classList.toggle("dense", dense);
   table.classList.toggle("vertical", att.src.some((s) => s.length > 3));
   const head = el("tr", {}, el("td"));
-  for (const s of att.src) head.append(el("th", { scope: "col" }, el("span", { text: s })));
+  att.src.forEach((s, c) => {
+    head.append(el("th", { scope: "col", title: s }, el("span", { text: dense && c % 10 !== 0 ? "" : s })));
+  });
   const body = el("tbody");
   att.mean.forEach((row, r) => {
     const tr = el("tr", {}, el("th", { scope: "row", text: att.tgt[r] }));
@@ -101,47 +111,172 @@ function drawHeatmap(att, label) {
     });
     body.append(tr);
   });
-  table.append(el("caption", { class: "sr-only", text: `Attention weights: ${label}; rows are output tokens, columns source tokens` }),
+  const columns = audioInput ? "columns the time in the audio" : "columns source tokens";
+  table.append(el("caption", { class: "sr-only", text: `Attention weights: ${label}; rows are output tokens, ${columns}` }),
     el("thead", {}, head), body);
   $("heatmap-caption").textContent =
-    `${label}: rows are output tokens, columns source tokens; darker is more weight (hover a cell for its value).`;
+    `${label}: rows are output tokens, ${columns}; darker is more weight (hover a cell for its value).`;
+}
+
+// A speech model: the page takes a WAV file or a recording instead of text.
+function useAudio() {
+  audioInput = true;
+  document.title = "s2s — transcribe";
+  $("text-input").hidden = true;
+  $("src").required = false;
+  $("audio-input").hidden = false;
+  $("translate").textContent = "Transcribe";
+  $("record").disabled = !(navigator.mediaDevices && window.AudioContext);
+  if ($("record").disabled) $("record").title = "This browser cannot record here (recording needs https or localhost).";
+  $("wav").addEventListener("change", () => {
+    recorded = null;
+    const f = $("wav").files[0];
+    $("audio-status").textContent = f ? `${f.name}, ${(f.size / 1024).toFixed(0)} KiB` : "";
+    showPlayback(f || null);
+  });
+  $("record").addEventListener("click", () => (recording ? stopRecording() : startRecording()));
+}
+
+function showPlayback(blob) {
+  const p = $("playback");
+  if (p.src) URL.revokeObjectURL(p.src);
+  p.hidden = !blob;
+  if (blob) p.src = URL.createObjectURL(blob);
+}
+
+async function startRecording() {
+  try {
+    const stream = await navigator.mediaDevices.getUserMedia({ audio: true });
+    const ctx = new AudioContext();
+    const source = ctx.createMediaStreamSource(stream);
+    // ScriptProcessorNode hands over raw samples with no module file to serve (AudioWorklet
+    // would need one); the samples become a 16-bit WAV file when the recording stops.
+    const node = ctx.createScriptProcessor(4096, 1, 1);
+    const chunks = [];
+    node.onaudioprocess = (e) => chunks.push(new Float32Array(e.inputBuffer.getChannelData(0)));
+    source.connect(node);
+    node.connect(ctx.destination);
+    recording = { stream, ctx, node, chunks };
+    $("record").textContent = "Stop";
+    $("record").setAttribute("aria-pressed", "true");
+    $("audio-status").textContent = "Recording…";
+  } catch (e) {
+    setStatus(`Cannot record: ${e.message}`, true);
+  }
+}
+
+function stopRecording() {
+  const { stream, ctx, node, chunks } = recording;
+  recording = null;
+  node.disconnect();
+  stream.getTracks().forEach((t) => t.stop());
+  const rate = ctx.sampleRate;
+  ctx.close();
+  const blob = encodeWav(chunks, rate);
+  const seconds = chunks.reduce((n, c) => n + c.length, 0) / rate;
+  recorded = { blob, name: "recording.wav" };
+  $("wav").value = "";
+  $("record").textContent = "Record";
+  $("record").setAttribute("aria-pressed", "false");
+  $("audio-status").textContent = `Recorded ${seconds.toFixed(1)} s.`;
+  showPlayback(blob);
+}
+
+// Mono float samples as a 16-bit PCM WAV file.
+function encodeWav(chunks, rate) {
+  const n = chunks.reduce((k, c) => k + c.length, 0);
+  const view = new DataView(new ArrayBuffer(44 + 2 * n));
+  const text = (o, s) => [...s].forEach((ch, i) => view.setUint8(o + i, ch.charCodeAt(0)));
+  text(0, "RIFF");
+  view.setUint32(4, 36 + 2 * n, true);
+  text(8, "WAVE");
+  text(12, "fmt ");
+  view.setUint32(16, 16, true);
+  view.setUint16(20, 1, true); // PCM
+  view.setUint16(22, 1, true); // mono
+  view.setUint32(24, rate, true);
+  view.setUint32(28, 2 * rate, true);
+  view.setUint16(32, 2, true);
+  view.setUint16(34, 16, true);
+  text(36, "data");
+  view.setUint32(40, 2 * n, true);
+  let o = 44;
+  for (const c of chunks) {
+    for (const x of c) {
+      view.setInt16(o, Math.round(Math.max(-1, Math.min(1, x)) * 32767), true);
+      o += 2;
+    }
+  }
+  return new Blob([view], { type: "audio/wav" });
+}
+
+// POST with the page's token, asking for it once if the server wants one (--token-file).
+async function post(url, contentType, body) {
+  const send = () => {
+    const headers = { "Content-Type": contentType };
+    const token = sessionStorage.getItem("s2s-token");
+    if (token) headers["Authorization"] = `Bearer ${token}`;
+    return fetch(url, { method: "POST", headers, body });
+  };
+  let r = await send();
+  if (r.status === 401) {
+    const token = window.prompt("This server needs its access token (--token-file):");
+    if (token) {
+      sessionStorage.setItem("s2s-token", token.trim());
+      r = await send();
+    }
+  }
+  return r;
+}
+
+function options() {
+  const beam = Number($("beam").value);
+  return { beam, alpha: Number($("alpha").value), nbest: Math.min(Number($("nbest").value), beam) };
+}
+
+async function transcribe() {
+  const file = $("wav").files[0];
+  const audio = recorded || (file ? { blob: file, name: file.name } : null);
+  if (!audio) {
+    setStatus("Choose a WAV file or record first.", true);
+    return;
+  }
+  const o = options();
+  const query = new URLSearchParams({ ...o, attention: "true", name: audio.name });
+  const button = $("translate");
+  button.disabled = true;
+  setStatus("Transcribing…");
+  const t0 = performance.now();
+  try {
+    const r = await post(`/v1/transcribe?${query}`, "audio/wav", audio.blob);
+    const data = await r.json();
+    if (!r.ok) throw new Error(data.error || `HTTP ${r.status}`);
+    results = data.translations;
+    renderResults();
+    select(0, 0);
+    setStatus(`Transcribed ${audio.name} in ${Math.round(performance.now() - t0)} ms.`);
+  } catch (e) {
+    setStatus(`Error: ${e.message}`, true);
+  } finally {
+    button.disabled = false;
+  }
 }
 
 async function translate(ev) {
   ev.preventDefault();
+  if (audioInput) return transcribe();
   const lines = $("src").value.split("\n").map((l) => l.trim()).filter((l) => l.length > 0);
   if (lines.length === 0) {
     setStatus("Type a sentence first.", true);
     return;
   }
-  const beam = Number($("beam").value);
-  const body = {
-    text: lines,
-    beam,
-    alpha: Number($("alpha").value),
-    nbest: Math.min(Number($("nbest").value), beam),
-    attention: true,
-  };
+  const body = { text: lines, ...options(), attention: true };
   const button = $("translate");
   button.disabled = true;
   setStatus("Translating…");
   const t0 = performance.now();
   try {
-    const post = () => {
-      const headers = { "Content-Type": "application/json" };
-      const token = sessionStorage.getItem("s2s-token");
-      if (token) headers["Authorization"] = `Bearer ${token}`;
-      return fetch("/v1/translate", { method: "POST", headers, body: JSON.stringify(body) });
-    };
-    let r = await post();
-    if (r.status === 401) {
-      // The server was started with --token-file: ask once, keep it for this tab.
-      const token = window.prompt("This server needs its access token (--token-file):");
-      if (token) {
-        sessionStorage.setItem("s2s-token", token.trim());
-        r = await post();
-      }
-    }
+    const r = await post("/v1/translate", "application/json", JSON.stringify(body));
     const data = await r.json();
     if (!r.ok) throw new Error(data.error || `HTTP ${r.status}`);
     results = data.translations;

@@ -12,6 +12,15 @@
 //! `attention` (only when asked for, and only for models that attend) is an [`Attention`]: the
 //! row and column labels and the weights averaged over layers and heads. A later version may add
 //! per-layer data beside `mean` without changing it.
+//!
+//! A speech model transcribes a WAV file sent as the body, its options in the query string:
+//!
+//! ```text
+//! POST /v1/transcribe?beam=5&alpha=0.75&nbest=1&attention=true&patience=1.0
+//! Content-Type: audio/wav
+//! <the WAV file's bytes>
+//! -> {"translations": [{"src": "upload.wav", "src_tokens": ["0.00s", "0.04s", ...], "hyps": [...]}]}
+//! ```
 
 use s2s_infer::Specials;
 use s2s_infer::defaults;
@@ -39,6 +48,47 @@ pub struct TranslateRequest {
     /// The target language of a multilingual Marian model (`cmn_Hans` or `>>cmn_Hans<<`).
     #[serde(default)]
     pub target_lang: Option<String>,
+}
+
+/// The query string of `POST /v1/transcribe`: the search options of [`TranslateRequest`].
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TranscribeQuery {
+    #[serde(default)]
+    pub beam: Option<usize>,
+    #[serde(default)]
+    pub alpha: Option<f32>,
+    #[serde(default)]
+    pub nbest: Option<usize>,
+    #[serde(default)]
+    pub attention: Option<bool>,
+    #[serde(default)]
+    pub patience: Option<f32>,
+    /// Names the upload in the reply's `src` and in errors (default `upload.wav`).
+    #[serde(default)]
+    pub name: Option<String>,
+}
+
+impl TranscribeQuery {
+    /// Checks the options against `limits` and fills in defaults, as for `/v1/translate`;
+    /// returns the upload's name and the search options.
+    pub fn validate(self, limits: &Limits) -> Result<(String, SearchOptions), ApiError> {
+        let opts = SearchOptions::checked(
+            limits,
+            self.beam,
+            self.alpha,
+            self.nbest,
+            self.attention,
+            self.patience,
+        )?;
+        let name = self.name.unwrap_or_else(|| "upload.wav".to_owned());
+        if name.chars().count() > 200 || name.contains(['\n', '\r']) {
+            return Err(ApiError::bad_request(
+                "name must be one line of at most 200 characters",
+            ));
+        }
+        Ok((name, opts))
+    }
 }
 
 /// One sentence or a list of them.
@@ -117,6 +167,52 @@ impl PartialEq for SearchOptions {
 impl Eq for SearchOptions {}
 
 impl SearchOptions {
+    /// The options a request asked for, checked against `limits`, with defaults filled in.
+    fn checked(
+        limits: &Limits,
+        beam: Option<usize>,
+        alpha: Option<f32>,
+        nbest: Option<usize>,
+        attention: Option<bool>,
+        patience: Option<f32>,
+    ) -> Result<SearchOptions, ApiError> {
+        let d = SearchOptions::default();
+        // The default beam, narrowed to the server's limit.
+        let beam = beam.unwrap_or(d.beam.min(limits.max_beam));
+        if beam == 0 || beam > limits.max_beam {
+            return Err(ApiError::bad_request(format!(
+                "beam must be between 1 and {}, got {beam}",
+                limits.max_beam
+            )));
+        }
+        let nbest = nbest.unwrap_or(d.nbest);
+        if nbest == 0 || nbest > beam {
+            return Err(ApiError::bad_request(format!(
+                "nbest must be between 1 and beam ({beam}), got {nbest}"
+            )));
+        }
+        let alpha = alpha.unwrap_or(d.alpha);
+        if !(alpha.is_finite() && (0.0..=5.0).contains(&alpha)) {
+            return Err(ApiError::bad_request(format!(
+                "alpha must be between 0 and 5, got {alpha}"
+            )));
+        }
+        if let Some(p) = patience
+            && !(p.is_finite() && (0.0..=100.0).contains(&p) && p > 0.0)
+        {
+            return Err(ApiError::bad_request(format!(
+                "patience must be above 0 and at most 100, got {p}"
+            )));
+        }
+        Ok(SearchOptions {
+            beam,
+            alpha,
+            nbest,
+            attention: attention.unwrap_or(false),
+            patience,
+        })
+    }
+
     fn key(&self) -> (usize, u32, usize, bool, Option<u32>) {
         (
             self.beam,
@@ -152,6 +248,10 @@ pub struct Limits {
     pub max_sentences: usize,
     /// Largest beam (400 above).
     pub max_beam: usize,
+    /// Largest WAV upload in bytes (413 above).
+    pub max_audio_bytes: usize,
+    /// Longest audio in one upload, in seconds (422 above).
+    pub max_audio_seconds: f64,
 }
 
 impl Default for Limits {
@@ -161,6 +261,8 @@ impl Default for Limits {
             max_tokens: 200,
             max_sentences: 64,
             max_beam: 16,
+            max_audio_bytes: 8 << 20,
+            max_audio_seconds: 30.0,
         }
     }
 }
@@ -189,34 +291,14 @@ impl TranslateRequest {
     /// Checks the options against `limits` and fills in defaults; returns the sentences and the
     /// search options. Token limits are checked later, by the worker that owns the tokenizer.
     pub fn validate(self, limits: &Limits) -> Result<(Vec<String>, SearchOptions), ApiError> {
-        let d = SearchOptions::default();
-        // The default beam, narrowed to the server's limit.
-        let beam = self.beam.unwrap_or(d.beam.min(limits.max_beam));
-        if beam == 0 || beam > limits.max_beam {
-            return Err(ApiError::bad_request(format!(
-                "beam must be between 1 and {}, got {beam}",
-                limits.max_beam
-            )));
-        }
-        let nbest = self.nbest.unwrap_or(d.nbest);
-        if nbest == 0 || nbest > beam {
-            return Err(ApiError::bad_request(format!(
-                "nbest must be between 1 and beam ({beam}), got {nbest}"
-            )));
-        }
-        let alpha = self.alpha.unwrap_or(d.alpha);
-        if !(alpha.is_finite() && (0.0..=5.0).contains(&alpha)) {
-            return Err(ApiError::bad_request(format!(
-                "alpha must be between 0 and 5, got {alpha}"
-            )));
-        }
-        if let Some(p) = self.patience
-            && !(p.is_finite() && (0.0..=100.0).contains(&p) && p > 0.0)
-        {
-            return Err(ApiError::bad_request(format!(
-                "patience must be above 0 and at most 100, got {p}"
-            )));
-        }
+        let opts = SearchOptions::checked(
+            limits,
+            self.beam,
+            self.alpha,
+            self.nbest,
+            self.attention,
+            self.patience,
+        )?;
         let texts = self.text.into_vec();
         if texts.is_empty() {
             return Err(ApiError::bad_request(
@@ -238,16 +320,7 @@ impl TranslateRequest {
                 "text[{i}] contains a line break: send one sentence per list item"
             )));
         }
-        Ok((
-            texts,
-            SearchOptions {
-                beam,
-                alpha,
-                nbest,
-                attention: self.attention.unwrap_or(false),
-                patience: self.patience,
-            },
-        ))
+        Ok((texts, opts))
     }
 }
 
@@ -330,5 +403,51 @@ mod tests {
         };
         assert_ne!(a, p);
         assert_eq!(p.to_config(Specials::S2S).patience, Some(1.0));
+    }
+
+    #[test]
+    fn a_transcription_query_is_checked_like_a_translation_request() {
+        let q = |s: &str| {
+            let uri: axum::http::Uri = format!("/v1/transcribe?{s}").parse().unwrap();
+            axum::extract::Query::<TranscribeQuery>::try_from_uri(&uri).map(|q| q.0)
+        };
+        let limits = Limits::default();
+        let (name, o) = q("").unwrap().validate(&limits).unwrap();
+        assert_eq!(name, "upload.wav");
+        assert_eq!(o, SearchOptions::default());
+        let (name, o) = q("beam=3&nbest=2&attention=true&name=a.wav")
+            .unwrap()
+            .validate(&limits)
+            .unwrap();
+        assert_eq!(
+            (name.as_str(), o.beam, o.nbest, o.attention),
+            ("a.wav", 3, 2, true)
+        );
+        assert_eq!(
+            q("beam=0").unwrap().validate(&limits).unwrap_err().status,
+            400
+        );
+        assert_eq!(
+            q("beam=2&nbest=3")
+                .unwrap()
+                .validate(&limits)
+                .unwrap_err()
+                .status,
+            400
+        );
+        assert_eq!(
+            q("alpha=9").unwrap().validate(&limits).unwrap_err().status,
+            400
+        );
+        assert_eq!(
+            q("name=a%0Ab")
+                .unwrap()
+                .validate(&limits)
+                .unwrap_err()
+                .status,
+            400
+        );
+        assert!(q("bogus=1").is_err(), "unknown options are refused");
+        assert!(q("beam=x").is_err());
     }
 }

@@ -14,6 +14,10 @@
 //! its time ran out) the search of a batch whose every ticket is gone stops at the next step,
 //! and the request leaves the rotation. A panic fails the requests being decoded, not the
 //! worker; if the worker thread dies all the same, [`Engine::is_alive`] says so.
+//!
+//! A speech model's requests are WAV uploads ([`Engine::submit_audio`]): each is decoded,
+//! checked and searched as a batch of its own when the worker takes it off the queue, between
+//! the text batches of the rotation (its length is bounded by `max_audio_seconds`).
 
 use crate::api::{ApiError, SearchOptions, Translation};
 use crate::metrics::Metrics;
@@ -79,6 +83,9 @@ pub struct ModelInfo {
     pub tgt_vocab: usize,
     pub params: usize,
     pub device: String,
+    /// What the model reads: `text` (`POST /v1/translate`) or `audio` (`POST /v1/transcribe`).
+    #[serde(default)]
+    pub input: String,
 }
 
 /// Counters of the worker's work, reported by `GET /health`.
@@ -135,9 +142,23 @@ impl Job {
     }
 }
 
+/// One WAV upload waiting for the worker.
+pub struct AudioJob {
+    pub bytes: Vec<u8>,
+    /// Names the upload in the reply and in errors.
+    pub name: String,
+    /// Longer audio is refused (422).
+    pub max_seconds: f64,
+    pub opts: SearchOptions,
+    reply: oneshot::Sender<Reply>,
+    waiting: Weak<()>,
+    queued_at: Instant,
+}
+
 /// What the worker is told.
 enum Message {
     Job(Job),
+    Audio(AudioJob),
     /// Fault injection for tests: the worker panics outside its guards, as a bug would.
     Panic,
 }
@@ -221,18 +242,6 @@ impl Engine {
                 let translator = s2s_models::backend::parse_device(&device_name)
                     .map_err(anyhow::Error::msg)
                     .and_then(|d| Ok(Translator::load(&dir, &d)?));
-                // A speech model's inputs are file paths: served as text, a client could make
-                // the server read any file it may read.
-                let translator = translator.and_then(|t| {
-                    if t.reads_audio() {
-                        anyhow::bail!(
-                            "{} is a speech recognition model, which `s2s serve` cannot serve yet (audio uploads are to come); transcribe with `s2s translate --model {} --input WAV_LIST`",
-                            dir.display(),
-                            dir.display()
-                        );
-                    }
-                    Ok(t)
-                });
                 let translator = match translator {
                     Ok(t) => t,
                     Err(e) => {
@@ -248,6 +257,12 @@ impl Engine {
                     tgt_vocab: run.tgt_vocab,
                     params: translator.parameters(),
                     device: device_name,
+                    input: if translator.reads_audio() {
+                        "audio"
+                    } else {
+                        "text"
+                    }
+                    .to_owned(),
                 };
                 let _ = ready_tx.send(Ok(info));
                 translator.keep_packed_weights(|| {
@@ -310,18 +325,48 @@ impl Engine {
         opts: SearchOptions,
         target_lang: Option<String>,
     ) -> Result<Ticket, ApiError> {
+        self.enqueue(|reply, waiting| {
+            Message::Job(Job {
+                texts,
+                opts,
+                target_lang,
+                reply,
+                waiting,
+                queued_at: Instant::now(),
+            })
+        })
+    }
+
+    /// Queues a WAV upload for a speech model without waiting; 503 if the queue is full.
+    pub fn submit_audio(
+        &self,
+        bytes: Vec<u8>,
+        name: String,
+        max_seconds: f64,
+        opts: SearchOptions,
+    ) -> Result<Ticket, ApiError> {
+        self.enqueue(|reply, waiting| {
+            Message::Audio(AudioJob {
+                bytes,
+                name,
+                max_seconds,
+                opts,
+                reply,
+                waiting,
+                queued_at: Instant::now(),
+            })
+        })
+    }
+
+    fn enqueue(
+        &self,
+        message: impl FnOnce(oneshot::Sender<Reply>, Weak<()>) -> Message,
+    ) -> Result<Ticket, ApiError> {
         let (reply, rx) = oneshot::channel();
         let waiting = Arc::new(());
         // Counted before the send so that the worker's decrement can never come first.
         self.stats.queued.fetch_add(1, Ordering::Relaxed);
-        let sent = self.tx.try_send(Message::Job(Job {
-            texts,
-            opts,
-            target_lang,
-            reply,
-            waiting: Arc::downgrade(&waiting),
-            queued_at: Instant::now(),
-        }));
+        let sent = self.tx.try_send(message(reply, Arc::downgrade(&waiting)));
         if sent.is_err() {
             self.stats.queued.fetch_sub(1, Ordering::Relaxed);
         } else {
@@ -421,11 +466,19 @@ fn admit(
 ) {
     let job = match m {
         Message::Job(job) => job,
+        Message::Audio(job) => return transcribe(translator, job, cfg, stats, metrics),
         Message::Panic => panic!("fault injected into the model worker"),
     };
     stats.queued.fetch_sub(1, Ordering::Relaxed);
     metrics.dequeued(job.queued_at.elapsed());
     if job.abandoned() {
+        return;
+    }
+    if translator.reads_audio() {
+        let _ = job.reply.send(Err(ApiError::bad_request(
+            "this is a speech recognition model: POST a WAV file to /v1/transcribe \
+             (Content-Type: audio/wav)",
+        )));
         return;
     }
     let encoded =
@@ -489,6 +542,103 @@ fn admit(
         sources,
         job,
     });
+}
+
+/// Decodes, checks and transcribes one WAV upload, as a batch of its own, and replies: 400 for a
+/// text model or a file that is not WAV, 422 past `max_seconds` or the attention limit.
+fn transcribe(
+    translator: &Translator,
+    job: AudioJob,
+    cfg: &EngineConfig,
+    stats: &Stats,
+    metrics: &Metrics,
+) {
+    stats.queued.fetch_sub(1, Ordering::Relaxed);
+    metrics.dequeued(job.queued_at.elapsed());
+    if job.waiting.strong_count() == 0 {
+        return;
+    }
+    let waiting = job.waiting.clone();
+    let interrupt = Interrupt::new(move || waiting.strong_count() == 0);
+    let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        transcribe_upload(translator, &job, cfg, stats, metrics, interrupt)
+    }));
+    let reply = run.unwrap_or_else(|_| {
+        Err(ApiError::new(
+            500,
+            "transcribing panicked; see the server log",
+        ))
+    });
+    let _ = job.reply.send(reply);
+}
+
+fn transcribe_upload(
+    translator: &Translator,
+    job: &AudioJob,
+    cfg: &EngineConfig,
+    stats: &Stats,
+    metrics: &Metrics,
+    interrupt: Interrupt,
+) -> Reply {
+    if !translator.reads_audio() {
+        return Err(ApiError::bad_request(
+            "this model reads text: POST JSON to /v1/translate",
+        ));
+    }
+    let audio = translator
+        .decode_wav(&job.bytes, &job.name)
+        .map_err(|e| ApiError::bad_request(e.to_string()))?;
+    if audio.seconds() > job.max_seconds {
+        return Err(ApiError::new(
+            422,
+            format!(
+                "{} is {:.1} s long; the limit is {} s (--max-audio-seconds)",
+                job.name,
+                audio.seconds(),
+                job.max_seconds
+            ),
+        ));
+    }
+    let frames = translator
+        .frames_of(&audio)
+        .map_err(|e| ApiError::bad_request(e.to_string()))?;
+    let search = job.opts.to_config(translator.specials());
+    let positions = s2s_search::Source::len(&frames);
+    if job.opts.attention {
+        let cells = search.nbest * positions * (search.max_len_for(positions) + 1);
+        if cells > cfg.max_attention_cells {
+            return Err(ApiError::new(
+                422,
+                format!(
+                    "the attention of this request could reach {cells} weights; the limit is {} \
+                     (--max-attention-cells): send shorter audio, a smaller nbest, or no attention",
+                    cfg.max_attention_cells
+                ),
+            ));
+        }
+    }
+    stats.requests.fetch_add(1, Ordering::Relaxed);
+    stats.sentences.fetch_add(1, Ordering::Relaxed);
+    stats.batches.fetch_add(1, Ordering::Relaxed);
+    stats.max_group_requests.fetch_max(1, Ordering::Relaxed);
+    metrics.batch(1);
+    let search = SearchConfig {
+        interrupt: Some(interrupt),
+        ..search
+    };
+    let frames = [frames];
+    match translator.search_frames(&frames, &search, 1) {
+        Ok(found) => Ok(vec![
+            translator.describe_frames(&job.name, &frames[0], &found[0]),
+        ]),
+        Err(s2s_infer::InferError::Search(SearchError::Interrupted)) => {
+            stats.interrupted.fetch_add(1, Ordering::Relaxed);
+            metrics.interrupted();
+            // Nobody waits for this reply any more (nginx's code for a client gone).
+            Err(ApiError::new(499, "the client went away"))
+        }
+        Err(e) => Err(ApiError::new(500, format!("search failed: {e}"))),
+    }
 }
 
 /// The cost of decoding a sentence of `len` source tokens with beam `beam`, in

@@ -1,6 +1,6 @@
 //! The HTTP server: routes, JSON errors, request checks, logging and shutdown.
 
-use crate::api::{ApiError, Limits, TranslateRequest, TranslateResponse};
+use crate::api::{ApiError, Limits, TranscribeQuery, TranslateRequest, TranslateResponse};
 use crate::engine::{Engine, EngineConfig, WorkerHandle};
 use crate::net::{self, Drained, NetLimits};
 use axum::Router;
@@ -186,6 +186,7 @@ impl IntoResponse for ApiError {
 
 fn router(state: AppState, log: RequestLog) -> Router {
     let body_limit = state.limits.max_body_bytes;
+    let audio_limit = state.limits.max_audio_bytes;
     let hosts = state.hosts.clone();
     let token: Option<Arc<str>> = state.token.clone();
     let app = Router::new()
@@ -197,6 +198,10 @@ fn router(state: AppState, log: RequestLog) -> Router {
         .route("/health/ready", get(ready))
         .route("/metrics", get(metrics))
         .route("/v1/translate", post(translate))
+        .route(
+            "/v1/transcribe",
+            post(transcribe).layer(DefaultBodyLimit::max(audio_limit)),
+        )
         .fallback(|| async { ApiError::new(404, "no such endpoint; see GET / and /health") })
         .method_not_allowed_fallback(|| async { ApiError::new(405, "method not allowed") })
         .layer(DefaultBodyLimit::max(body_limit))
@@ -325,6 +330,8 @@ async fn health(State(s): State<AppState>) -> Response {
             "max_tokens": l.max_tokens,
             "max_sentences": l.max_sentences,
             "max_beam": l.max_beam,
+            "max_audio_bytes": l.max_audio_bytes,
+            "max_audio_seconds": l.max_audio_seconds,
             "timeout_ms": s.timeout.as_millis() as u64,
             "max_batch": s.engine_cfg.max_batch,
             "max_batch_tokens": s.engine_cfg.max_batch_tokens,
@@ -365,6 +372,22 @@ async fn translate_inner(s: &AppState, req: Request) -> Result<TranslateResponse
             "the request body must be JSON sent with Content-Type: application/json",
         ));
     }
+    let body = read_body(s, req, s.limits.max_body_bytes, "--max-body-bytes").await?;
+    let req: TranslateRequest = serde_json::from_slice(&body)
+        .map_err(|e| ApiError::bad_request(format!("invalid request JSON: {e}")))?;
+    let target_lang = req.target_lang.clone();
+    let (texts, opts) = req.validate(&s.limits)?;
+    let ticket = s.engine.submit(texts, opts, target_lang)?;
+    await_reply(s, ticket).await
+}
+
+/// The body, within `s.body_timeout` (408) and `limit` bytes (413, naming `flag`).
+async fn read_body(
+    s: &AppState,
+    req: Request,
+    limit: usize,
+    flag: &str,
+) -> Result<Bytes, ApiError> {
     let body = tokio::time::timeout(s.body_timeout, Bytes::from_request(req, &()))
         .await
         .map_err(|_| {
@@ -376,25 +399,24 @@ async fn translate_inner(s: &AppState, req: Request) -> Result<TranslateResponse
                 ),
             )
         })?;
-    let body = body.map_err(|r| {
+    body.map_err(|r| {
         let status = r.status().as_u16();
         if status == 413 {
             ApiError::new(
                 413,
-                format!(
-                    "request body is larger than {} bytes (--max-body-bytes)",
-                    s.limits.max_body_bytes
-                ),
+                format!("request body is larger than {limit} bytes ({flag})"),
             )
         } else {
             ApiError::new(status, r.body_text())
         }
-    })?;
-    let req: TranslateRequest = serde_json::from_slice(&body)
-        .map_err(|e| ApiError::bad_request(format!("invalid request JSON: {e}")))?;
-    let target_lang = req.target_lang.clone();
-    let (texts, opts) = req.validate(&s.limits)?;
-    let ticket = s.engine.submit(texts, opts, target_lang)?;
+    })
+}
+
+/// The worker's reply, or 504 after `s.timeout`.
+async fn await_reply(
+    s: &AppState,
+    ticket: crate::engine::Ticket,
+) -> Result<TranslateResponse, ApiError> {
     match tokio::time::timeout(s.timeout, ticket).await {
         Ok(Ok(reply)) => Ok(TranslateResponse {
             translations: reply?,
@@ -408,6 +430,50 @@ async fn translate_inner(s: &AppState, req: Request) -> Result<TranslateResponse
             ),
         )),
     }
+}
+
+async fn transcribe(State(s): State<AppState>, req: Request) -> Response {
+    match transcribe_inner(&s, req).await {
+        Ok(resp) => {
+            let mut r = axum::Json(resp).into_response();
+            r.extensions_mut().insert(Sentences(1));
+            r
+        }
+        Err(e) => e.into_response(),
+    }
+}
+
+/// Whether a `Content-Type` value names a WAV file (`audio/wav`, `audio/x-wav`, `audio/wave`,
+/// `audio/vnd.wave`).
+fn is_wav(content_type: Option<&HeaderValue>) -> bool {
+    content_type
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|mime| {
+            let mime = mime.trim().to_ascii_lowercase();
+            ["audio/wav", "audio/x-wav", "audio/wave", "audio/vnd.wave"].contains(&mime.as_str())
+        })
+}
+
+async fn transcribe_inner(s: &AppState, req: Request) -> Result<TranslateResponse, ApiError> {
+    // Like JSON, audio/wav cannot be sent cross-site without a CORS preflight, which this server
+    // never grants.
+    if !is_wav(req.headers().get(header::CONTENT_TYPE)) {
+        return Err(ApiError::new(
+            415,
+            "the request body must be a WAV file sent with Content-Type: audio/wav",
+        ));
+    }
+    let axum::extract::Query(query) =
+        axum::extract::Query::<TranscribeQuery>::try_from_uri(req.uri()).map_err(|e| {
+            ApiError::bad_request(format!("invalid query string: {}", e.body_text()))
+        })?;
+    let (name, opts) = query.validate(&s.limits)?;
+    let body = read_body(s, req, s.limits.max_audio_bytes, "--max-audio-bytes").await?;
+    let ticket = s
+        .engine
+        .submit_audio(body.to_vec(), name, s.limits.max_audio_seconds, opts)?;
+    await_reply(s, ticket).await
 }
 
 /// Counts every request in the metrics and logs it (unless the log is off).

@@ -33,6 +33,12 @@ pub struct ServeArgs {
     /// Largest beam a request may ask for (400 above).
     #[arg(long, default_value_t = 16)]
     pub max_beam: usize,
+    /// Largest WAV upload to a speech model's POST /v1/transcribe, in bytes (413 above).
+    #[arg(long, default_value_t = 8 << 20)]
+    pub max_audio_bytes: usize,
+    /// Longest audio in one upload, in seconds (422 above).
+    #[arg(long, default_value_t = 30.0)]
+    pub max_audio_seconds: f64,
     /// Most sentences decoded together in one batched search.
     #[arg(long, default_value_t = 32)]
     pub max_batch: usize,
@@ -118,6 +124,8 @@ pub fn run(args: ServeArgs) -> Result<()> {
             max_tokens: args.max_tokens,
             max_sentences: args.max_sentences,
             max_beam: args.max_beam,
+            max_audio_bytes: args.max_audio_bytes,
+            max_audio_seconds: args.max_audio_seconds,
         },
         engine: EngineConfig {
             max_batch: args.max_batch,

@@ -105,6 +105,74 @@ pub fn train_reversal_model(root: &Path) -> PathBuf {
     model_dir
 }
 
+/// Prepares a synthetic speech corpus (`s2s_data::audio::write_tone_corpus`: words as tones, at
+/// 8 and 16 kHz) and trains `speech-transformer-tiny` on it for `steps` steps into `root/model`.
+/// Returns the model and the test split's WAV paths.
+pub fn train_speech_model(root: &Path, steps: usize) -> (PathBuf, Vec<PathBuf>) {
+    let raw = root.join("raw");
+    let manifest = |name: &str, n: usize, seed: u64| CorpusSource::Manifest {
+        path: s2s_data::audio::write_tone_corpus(&raw, name, n, seed).unwrap(),
+    };
+    let data_dir = root.join("data");
+    let mut cfg = PrepareConfig::new(manifest("train", 200, 1), &data_dir);
+    cfg.task = s2s_data::Task::Asr;
+    cfg.tgt_tokenizer = Some(TokenizerKind::Word);
+    cfg.valid = Some(manifest("valid", 20, 2));
+    cfg.fbank.sample_rate = 8_000;
+    cfg.fbank.n_mels = 20;
+    s2s_data::prepare(&cfg, &|_: &str| {}).unwrap();
+    let tests = manifest("test", 6, 3);
+    let data = s2s_data::load_data_dir(&data_dir).unwrap();
+    let text = format!(
+        "arch = \"speech-transformer-tiny\"\n[train]\nmax_steps = {steps}\nmax_tokens = 4000\n\
+         lr = 3e-3\nwarmup_steps = 10\nvalid_every = {steps}\npatience = 0\nmax_epochs = 1000\n"
+    );
+    let (arch, model, train) =
+        s2s_infer::config::resolve(None, Some(("test", &text)), Some(s2s_data::Task::Asr)).unwrap();
+    let run = RunConfig {
+        arch,
+        task: Some(s2s_data::Task::Asr),
+        src_vocab: data.source_width(),
+        tgt_vocab: data.tgt_tokenizer.vocab_size(),
+        model,
+        train,
+    };
+    let model_dir = root.join("model");
+    s2s_infer::model_dir::create(&model_dir, &run, &data).unwrap();
+    let train_split = data.encode(&data.train);
+    let valid_split = data.encode(data.valid.as_ref().unwrap());
+    let refs = data.valid.as_ref().unwrap().tgt.clone();
+    let corpus = Corpus {
+        train: &train_split,
+        valid: Some(&valid_split),
+        valid_refs: &refs,
+        tgt_tokenizer: &data.tgt_tokenizer,
+    };
+    let opts = TrainOptions {
+        resume: false,
+        init: None,
+        progress: false,
+        interrupter: s2s_train::Interrupter::new(),
+    };
+    s2s_train::train(
+        &model_dir,
+        &run,
+        &corpus,
+        &burn::tensor::Device::flex(),
+        &opts,
+    )
+    .unwrap();
+    let CorpusSource::Manifest { path } = tests else {
+        unreachable!()
+    };
+    let wavs = std::fs::read_to_string(&path)
+        .unwrap()
+        .lines()
+        .map(|l| raw.join(l.split('\t').next().unwrap()))
+        .collect();
+    (model_dir, wavs)
+}
+
 /// One trained model per test binary, kept alive (with its temporary folder) for all its tests.
 pub fn model_dir() -> &'static Path {
     static MODEL: OnceLock<(tempfile::TempDir, PathBuf)> = OnceLock::new();
