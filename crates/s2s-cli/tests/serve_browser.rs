@@ -72,6 +72,10 @@ async fn text_of(c: &fantoccini::Client, css: &str) -> Vec<String> {
     out
 }
 
+async fn text_by_id(c: &fantoccini::Client, id: &str) -> String {
+    c.find(Locator::Id(id)).await.unwrap().text().await.unwrap()
+}
+
 async fn cells(c: &fantoccini::Client) -> usize {
     c.find_all(Locator::Css("#heatmap td.heat-cell"))
         .await
@@ -118,13 +122,7 @@ async fn drive(c: &fantoccini::Client, addr: SocketAddr, expected: &Value) {
         2 * 3,
         "three hypotheses per sentence: {nbest:?}"
     );
-    let status = c
-        .find(Locator::Id("status"))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let status = text_by_id(c, "status").await;
     assert!(status.starts_with("Translated 2 sentences"), "{status}");
 
     // The heatmap of sentence 1's best hypothesis: |tgt| x |src| cells.
@@ -210,13 +208,7 @@ async fn drive(c: &fantoccini::Client, addr: SocketAddr, expected: &Value) {
         .for_element(Locator::Css("#status.error"))
         .await
         .expect("an error message");
-    let status = c
-        .find(Locator::Id("status"))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let status = text_by_id(c, "status").await;
     assert!(status.contains("beam must be between 1 and 16"), "{status}");
 
     if let Some(path) = std::env::var_os("S2S_SCREENSHOT") {
@@ -423,13 +415,7 @@ fn web_page_transcribes_a_file_and_a_recording() {
         assert_eq!(cells(&c).await, rows * cols);
         let first = text_of(&c, "#heatmap thead th").await;
         assert_eq!(first[0], "0.00s", "columns are labelled by time");
-        let status = c
-            .find(Locator::Id("status"))
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
+        let status = text_by_id(&c, "status").await;
         assert!(
             status.starts_with(&format!("Transcribed {name}")),
             "{status}"
@@ -445,13 +431,7 @@ fn web_page_transcribes_a_file_and_a_recording() {
             .expect("recording starts");
         tokio::time::sleep(Duration::from_millis(1500)).await;
         record.click().await.unwrap();
-        let recorded = c
-            .find(Locator::Id("audio-status"))
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
+        let recorded = text_by_id(&c, "audio-status").await;
         assert!(recorded.starts_with("Recorded "), "{recorded}");
         let secs: f64 = recorded
             .trim_start_matches("Recorded ")

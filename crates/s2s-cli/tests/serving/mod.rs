@@ -77,8 +77,13 @@ pub fn train_reversal_model(root: &Path) -> PathBuf {
         model,
         train,
     };
-    let model_dir = root.join("model");
-    s2s_infer::model_dir::create(&model_dir, &run, &data).unwrap();
+    train_into(&root.join("model"), &run, &data)
+}
+
+/// Trains `run` on `data` (its train and valid splits) on the CPU into `model_dir`, writing the
+/// files `s2s train` writes.
+fn train_into(model_dir: &Path, run: &RunConfig, data: &s2s_data::DataDir) -> PathBuf {
+    s2s_infer::model_dir::create(model_dir, run, data).unwrap();
     let train_split = data.encode(&data.train);
     let valid_split = data.encode(data.valid.as_ref().unwrap());
     let refs = data.valid.as_ref().unwrap().tgt.clone();
@@ -95,14 +100,14 @@ pub fn train_reversal_model(root: &Path) -> PathBuf {
         interrupter: s2s_train::Interrupter::new(),
     };
     s2s_train::train(
-        &model_dir,
-        &run,
+        model_dir,
+        run,
         &corpus,
         &burn::tensor::Device::flex(),
         &opts,
     )
     .unwrap();
-    model_dir
+    model_dir.to_owned()
 }
 
 /// Prepares a synthetic speech corpus (`s2s_data::audio::write_tone_corpus`: words as tones, at
@@ -137,31 +142,7 @@ pub fn train_speech_model(root: &Path, steps: usize) -> (PathBuf, Vec<PathBuf>) 
         model,
         train,
     };
-    let model_dir = root.join("model");
-    s2s_infer::model_dir::create(&model_dir, &run, &data).unwrap();
-    let train_split = data.encode(&data.train);
-    let valid_split = data.encode(data.valid.as_ref().unwrap());
-    let refs = data.valid.as_ref().unwrap().tgt.clone();
-    let corpus = Corpus {
-        train: &train_split,
-        valid: Some(&valid_split),
-        valid_refs: &refs,
-        tgt_tokenizer: &data.tgt_tokenizer,
-    };
-    let opts = TrainOptions {
-        resume: false,
-        init: None,
-        progress: false,
-        interrupter: s2s_train::Interrupter::new(),
-    };
-    s2s_train::train(
-        &model_dir,
-        &run,
-        &corpus,
-        &burn::tensor::Device::flex(),
-        &opts,
-    )
-    .unwrap();
+    let model_dir = train_into(&root.join("model"), &run, &data);
     let CorpusSource::Manifest { path } = tests else {
         unreachable!()
     };
