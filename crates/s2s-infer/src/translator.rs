@@ -334,8 +334,21 @@ impl Translator {
         } else {
             cfg
         };
+        self.search_skipping_blanks(sources, |s| self.is_blank(s), cfg, batch_size)
+    }
+
+    /// Searches the sources that are not `blank`; a blank one's n-best is the one
+    /// [`empty_hypothesis`] (nothing to translate: an empty line, or audio with no frame).
+    fn search_skipping_blanks<S: s2s_models::decoder::ModelSource>(
+        &self,
+        sources: &[S],
+        blank: impl Fn(&S) -> bool,
+        cfg: &SearchConfig,
+        batch_size: usize,
+    ) -> Result<Vec<Vec<Hypothesis>>, InferError> {
+        let l = &self.loaded;
         let (blank, to_search): (Vec<usize>, Vec<usize>) =
-            (0..sources.len()).partition(|&i| self.is_blank(&sources[i]));
+            (0..sources.len()).partition(|&i| blank(&sources[i]));
         if blank.is_empty() {
             return Ok(s2s_models::decoder::translate_all(
                 &l.model,
@@ -348,7 +361,7 @@ impl Translator {
         }
         // The same checks as a search, so that a bad configuration fails whatever the input.
         cfg.validate(l.run.tgt_vocab)?;
-        let searched: Vec<Vec<u32>> = to_search.iter().map(|&i| sources[i].clone()).collect();
+        let searched: Vec<S> = to_search.iter().map(|&i| sources[i].clone()).collect();
         let found = if searched.is_empty() {
             Vec::new()
         } else {
@@ -459,22 +472,15 @@ impl Translator {
     }
 
     /// Searches a speech model over audio features, `batch_size` utterances at a time; returns
-    /// each one's n-best, best first.
+    /// each one's n-best, best first. Audio too short for one encoder position is not searched:
+    /// its n-best is the one [`empty_hypothesis`], as for an empty line of text.
     pub fn search_frames(
         &self,
         frames: &[Frames],
         cfg: &SearchConfig,
         batch_size: usize,
     ) -> Result<Vec<Vec<Hypothesis>>, InferError> {
-        let l = &self.loaded;
-        Ok(s2s_models::decoder::translate_all(
-            &l.model,
-            &l.device,
-            l.run.tgt_vocab,
-            frames,
-            cfg,
-            batch_size,
-        )?)
+        self.search_skipping_blanks(frames, |f| Source::len(f) == 0, cfg, batch_size)
     }
 
     /// One utterance's hypotheses (see [`Translator::describe`]): its attention columns are
