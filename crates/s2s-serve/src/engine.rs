@@ -108,6 +108,23 @@ pub struct Stats {
 }
 
 impl Stats {
+    /// Counts one batched search of `sentences` sentences from `requests` requests.
+    fn batch(&self, metrics: &Metrics, sentences: usize, requests: usize) {
+        self.sentences
+            .fetch_add(sentences as u64, Ordering::Relaxed);
+        self.batches.fetch_add(1, Ordering::Relaxed);
+        self.max_group_requests
+            .fetch_max(requests as u64, Ordering::Relaxed);
+        metrics.batch(sentences);
+    }
+
+    /// Counts a message taken off the queue; whether its client still waits for it.
+    fn dequeued(&self, metrics: &Metrics, queued_at: Instant, waiting: &Weak<()>) -> bool {
+        self.queued.fetch_sub(1, Ordering::Relaxed);
+        metrics.dequeued(queued_at.elapsed());
+        waiting.strong_count() > 0
+    }
+
     pub fn to_json(&self) -> serde_json::Value {
         let g = |a: &AtomicU64| a.load(Ordering::Relaxed);
         serde_json::json!({
@@ -469,9 +486,7 @@ fn admit(
         Message::Audio(job) => return transcribe(translator, job, cfg, stats, metrics),
         Message::Panic => panic!("fault injected into the model worker"),
     };
-    stats.queued.fetch_sub(1, Ordering::Relaxed);
-    metrics.dequeued(job.queued_at.elapsed());
-    if job.abandoned() {
+    if !stats.dequeued(metrics, job.queued_at, &job.waiting) {
         return;
     }
     if translator.reads_audio() {
@@ -517,24 +532,15 @@ fn admit(
         )));
         return;
     }
-    if job.opts.attention {
-        let search = job.opts.to_config(translator.specials());
-        let cells: usize = sources
-            .iter()
-            .map(|s| search.nbest * s.len() * (search.max_len_for(s.len()) + 1))
-            .sum();
-        if cells > cfg.max_attention_cells {
-            let _ = job.reply.send(Err(ApiError::new(
-                422,
-                format!(
-                    "the attention of this request could reach {cells} weights; the limit is {} \
-                     (--max-attention-cells): send fewer or shorter sentences, a smaller nbest, \
-                     or no attention",
-                    cfg.max_attention_cells
-                ),
-            )));
-            return;
-        }
+    if let Err(e) = check_attention(
+        translator,
+        job.opts,
+        sources.iter().map(Vec::len),
+        cfg,
+        "fewer or shorter sentences",
+    ) {
+        let _ = job.reply.send(Err(e));
+        return;
     }
     stats.requests.fetch_add(1, Ordering::Relaxed);
     active.push_back(Active {
@@ -542,6 +548,36 @@ fn admit(
         sources,
         job,
     });
+}
+
+/// 422 when a request asking for attention could get more weights back than
+/// `max_attention_cells`: nbest x source length x (longest output + 1) per source, known before
+/// decoding. `shorter` says what to send instead.
+fn check_attention(
+    translator: &Translator,
+    opts: SearchOptions,
+    source_lens: impl Iterator<Item = usize>,
+    cfg: &EngineConfig,
+    shorter: &str,
+) -> Result<(), ApiError> {
+    if !opts.attention {
+        return Ok(());
+    }
+    let search = opts.to_config(translator.specials());
+    let cells: usize = source_lens
+        .map(|len| search.nbest * len * (search.max_len_for(len) + 1))
+        .sum();
+    if cells > cfg.max_attention_cells {
+        return Err(ApiError::new(
+            422,
+            format!(
+                "the attention of this request could reach {cells} weights; the limit is {} \
+                 (--max-attention-cells): send {shorter}, a smaller nbest, or no attention",
+                cfg.max_attention_cells
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// Decodes, checks and transcribes one WAV upload, as a batch of its own, and replies: 400 for a
@@ -553,9 +589,7 @@ fn transcribe(
     stats: &Stats,
     metrics: &Metrics,
 ) {
-    stats.queued.fetch_sub(1, Ordering::Relaxed);
-    metrics.dequeued(job.queued_at.elapsed());
-    if job.waiting.strong_count() == 0 {
+    if !stats.dequeued(metrics, job.queued_at, &job.waiting) {
         return;
     }
     let waiting = job.waiting.clone();
@@ -602,29 +636,19 @@ fn transcribe_upload(
     let frames = translator
         .frames_of(&audio)
         .map_err(|e| ApiError::bad_request(e.to_string()))?;
-    let search = job.opts.to_config(translator.specials());
     let positions = s2s_search::Source::len(&frames);
-    if job.opts.attention {
-        let cells = search.nbest * positions * (search.max_len_for(positions) + 1);
-        if cells > cfg.max_attention_cells {
-            return Err(ApiError::new(
-                422,
-                format!(
-                    "the attention of this request could reach {cells} weights; the limit is {} \
-                     (--max-attention-cells): send shorter audio, a smaller nbest, or no attention",
-                    cfg.max_attention_cells
-                ),
-            ));
-        }
-    }
+    check_attention(
+        translator,
+        job.opts,
+        [positions].into_iter(),
+        cfg,
+        "shorter audio",
+    )?;
     stats.requests.fetch_add(1, Ordering::Relaxed);
-    stats.sentences.fetch_add(1, Ordering::Relaxed);
-    stats.batches.fetch_add(1, Ordering::Relaxed);
-    stats.max_group_requests.fetch_max(1, Ordering::Relaxed);
-    metrics.batch(1);
+    stats.batch(metrics, 1, 1);
     let search = SearchConfig {
         interrupt: Some(interrupt),
-        ..search
+        ..job.opts.to_config(translator.specials())
     };
     let frames = [frames];
     match translator.search_frames(&frames, &search, 1) {
@@ -682,14 +706,7 @@ fn decode_one_batch(
             parts.push((i, n));
         }
     }
-    stats
-        .sentences
-        .fetch_add(sources.len() as u64, Ordering::Relaxed);
-    stats.batches.fetch_add(1, Ordering::Relaxed);
-    stats
-        .max_group_requests
-        .fetch_max(parts.len() as u64, Ordering::Relaxed);
-    metrics.batch(sources.len());
+    stats.batch(metrics, sources.len(), parts.len());
 
     let waiting: Vec<Weak<()>> = parts
         .iter()
