@@ -431,3 +431,124 @@ fn generation_trains_and_scores_through_the_binary() {
         "{msg}"
     );
 }
+
+/// Spoken words as N vs 1 classification: `prepare --task classification --format manifest`
+/// reads audio (the manifest's second column is the label), refuses what audio cannot have, and
+/// `train` refuses a model for text on it (and one for audio on text).
+#[test]
+fn spoken_words_prepare_as_classification_of_audio() {
+    let d = tempfile::tempdir().unwrap();
+    let raw = d.path().join("raw");
+    let train = s2s_data::audio::write_first_tone_labels(&raw, "train", 30, 1).unwrap();
+    let valid = s2s_data::audio::write_first_tone_labels(&raw, "valid", 6, 2).unwrap();
+    let data = d.path().join("data");
+    let audio = [
+        "--task",
+        "classification",
+        "--format",
+        "manifest",
+        "--train",
+        p(&train),
+        "--valid",
+        p(&valid),
+        "--sample-rate",
+        "8000",
+        "--n-mels",
+        "20",
+    ];
+    let o = prepare(&[&audio[..], &["--out", p(&data)]].concat());
+    assert!(o.status.success(), "{}", stderr(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("task: classification"), "{stdout}");
+    assert!(stdout.contains("labels: split"), "{stdout}");
+    let record = std::fs::read_to_string(data.join("data.toml")).unwrap();
+    assert!(record.contains("[audio.fbank]"), "{record}");
+    assert_eq!(
+        std::fs::read_to_string(data.join("train.tgt"))
+            .unwrap()
+            .lines()
+            .filter(|l| l.contains(' '))
+            .count(),
+        0,
+        "one label per line"
+    );
+
+    // What audio cannot have, and a label of two words (named by file and line).
+    let two_words = write(&raw, "two.tsv", "train/0000.wav\tlow mid\n");
+    let text = write(d.path(), "text.txt", "pos a good film\n");
+    let out = d.path().join("out");
+    let cases: [(Vec<&str>, &str); 4] = [
+        (
+            [&audio[..], &["--src-tokenizer", "word"]].concat(),
+            "the sources are audio, which has no tokenizer",
+        ),
+        (
+            [&audio[..], &["--max-src-tokens", "5"]].concat(),
+            "these sources are audio",
+        ),
+        (
+            [&audio[..], &["--test", p(&text)]].concat(),
+            "text.txt:1: no tab",
+        ),
+        (
+            [&audio[..4], &["--train", p(&two_words)], &audio[8..]].concat(),
+            "two.tsv:1",
+        ),
+    ];
+    for (args, needle) in cases {
+        let o = prepare(&[&args[..], &["--out", p(&out)]].concat());
+        assert!(!o.status.success());
+        assert!(
+            stderr(&o).contains(needle),
+            "{needle:?} not in {}",
+            stderr(&o)
+        );
+        assert!(!out.join("data.toml").exists());
+    }
+
+    // A classifier of text on audio, and one of audio on text.
+    let mut c = s2s();
+    c.args([
+        "train",
+        "--data",
+        p(&data),
+        "--arch",
+        "bilstm-classifier-tiny",
+    ])
+    .args(["--out", p(&d.path().join("m1"))]);
+    let o = run(c);
+    assert!(!o.status.success());
+    let e = stderr(&o);
+    assert!(
+        e.contains("classification data of audio, but the model reads text")
+            && e.contains("speech-classifier"),
+        "{e}"
+    );
+    let text_data = d.path().join("text-data");
+    let labelled = write(d.path(), "l.txt", "pos a good film\nneg a bad film\n");
+    let o = prepare(&[
+        "--task",
+        "classification",
+        "--train",
+        p(&labelled),
+        "--out",
+        p(&text_data),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let mut c = s2s();
+    c.args([
+        "train",
+        "--data",
+        p(&text_data),
+        "--arch",
+        "speech-classifier-tiny",
+    ])
+    .args(["--out", p(&d.path().join("m2"))]);
+    let o = run(c);
+    assert!(!o.status.success());
+    let e = stderr(&o);
+    assert!(
+        e.contains("data of text, but the model reads audio") && !e.contains("speech-classifier"),
+        "{e}"
+    );
+}

@@ -183,3 +183,33 @@ fn a_text_model_refuses_audio() {
     assert_eq!(r.status, 400, "{}", r.body);
     assert!(r.error().contains("/v1/translate"), "{}", r.body);
 }
+
+#[test]
+fn a_spoken_word_classifier_labels_uploads_as_the_translator_labels_the_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let (model, wavs) = train_audio_model(dir.path(), s2s_data::Task::Classification, 30);
+    let mut cfg = ServeConfig::new(&model);
+    cfg.addr = SocketAddr::from(([127, 0, 0, 1], 0));
+    let server = start(cfg);
+    let addr = server.addr();
+    let health = get(addr, "/health").json();
+    assert_eq!(health["model"]["input"], "audio", "{health}");
+
+    let translator = s2s_infer::Translator::load(&model, &burn::tensor::Device::flex()).unwrap();
+    let search = s2s_serve::SearchOptions::default().to_config(translator.specials());
+    let paths: Vec<String> = wavs.iter().map(|p| p.display().to_string()).collect();
+    let expected = translator.translate(&paths, &search, 1).unwrap();
+    let labels: Vec<&str> = s2s_data::audio::TONE_WORDS.iter().map(|w| w.0).collect();
+    for (wav, want) in wavs.iter().zip(&expected) {
+        let r = transcribe(addr, "name=clip.wav", wav);
+        assert_eq!(r.status, 200, "{}", r.body);
+        let got: Vec<s2s_infer::Translation> =
+            serde_json::from_value(r.json()["translations"].clone()).unwrap();
+        assert_eq!(got[0].hyps, want.hyps, "{}", wav.display());
+        // One label, a word of the corpus, and no attention: a classifier pools.
+        let hyp = &got[0].hyps[0];
+        assert!(labels.contains(&hyp.text.as_str()), "{:?}", hyp.text);
+        assert_eq!(hyp.tokens.len(), 1);
+        assert!(hyp.attention.is_none());
+    }
+}

@@ -74,12 +74,20 @@ pub enum CorpusSource {
 }
 
 impl CorpusSource {
+    /// Whether it lists audio files (a manifest or a Kaldi folder) rather than text.
+    pub fn is_audio(&self) -> bool {
+        matches!(
+            self,
+            CorpusSource::Manifest { .. } | CorpusSource::KaldiDir { .. }
+        )
+    }
+
     /// The tasks a source's format is for; `None` for parallel text and TSV, which any task
     /// may read.
     fn format_tasks(&self) -> Option<(&'static [Task], &Path, &'static str)> {
         const TAGGING: &[Task] = &[Task::Tagging];
         const LABELLED: &[Task] = &[Task::Classification, Task::Generation];
-        const SPEECH: &[Task] = &[Task::Asr];
+        const SPEECH: &[Task] = &[Task::Asr, Task::Classification];
         match self {
             CorpusSource::Parallel { .. } | CorpusSource::Tsv { .. } => None,
             CorpusSource::Manifest { path } => Some((SPEECH, path, "an audio manifest")),
@@ -135,6 +143,12 @@ pub struct PrepareConfig {
 }
 
 impl PrepareConfig {
+    /// Whether the sources are audio files: a speech task's, or those of an audio manifest
+    /// (spoken words to classify).
+    pub fn reads_audio(&self) -> bool {
+        self.task == Task::Asr || self.train.is_audio()
+    }
+
     /// A config with the defaults: translation, automatic tokenizers, [`DEFAULT_VOCAB_SIZE`],
     /// [`DEFAULT_MAX_LEN`], no NFKC.
     pub fn new(train: CorpusSource, out: impl Into<PathBuf>) -> Self {
@@ -372,14 +386,15 @@ struct CleanSplit {
 }
 
 /// Cleans a split: keeps the non-empty pairs and counts. For a labelling task, checks the
-/// shape of every kept pair: as many tags as tokens (tagging), one label (classification).
+/// shape of every kept pair: as many tags as tokens (tagging), one label (classification). An
+/// `audio` source is a path, kept as it is.
 fn clean_split(
     raw: RawSplit,
     clean: &CleanConfig,
-    src_zh: bool,
-    tgt_zh: bool,
+    (src_zh, tgt_zh): (bool, bool),
     name: SplitName,
     task: Task,
+    audio: bool,
 ) -> Result<CleanSplit> {
     let (src_file, tgt_file) = name.file_names();
     let mut stats = SplitStats {
@@ -393,7 +408,7 @@ fn clean_split(
     let mut origin = Vec::with_capacity(raw.src.len());
     for (i, (s, t)) in raw.src.iter().zip(&raw.tgt).enumerate() {
         // An audio path is a name, not text.
-        let cs = if task.reads_audio() {
+        let cs = if audio {
             s.clone()
         } else {
             clean_line(s, clean, src_zh)
@@ -441,11 +456,12 @@ fn clean_split(
 /// Applies the length filter (if `filter`) and counts tokens. For a task with labels also counts
 /// the labels their side's vocabulary does not have (`<unk>`), and checks that each tagging
 /// pair has one source id per tag id. Returns the kept pairs, and where the first pair with an
-/// unknown label came from.
+/// unknown label came from. An `audio` source is measured later, in frames.
 fn length_pass(
     split: &mut CleanSplit,
     (src_tok, tgt_tok): (&TextTokenizer, &TextTokenizer),
     options: &DataOptions,
+    audio: bool,
     filter: bool,
 ) -> Result<(Pairs, Option<String>)> {
     let (max_len, task) = (options.max_len, options.task);
@@ -459,7 +475,7 @@ fn length_pass(
         .zip(&split.origin)
     {
         // Speech sources are measured in frames, once the features exist.
-        let mut src_ids = if task.reads_audio() {
+        let mut src_ids = if audio {
             Vec::new()
         } else {
             src_tok.encode(&s)
@@ -549,6 +565,17 @@ fn tokenizer_kinds(
                 "drop --tgt-tokenizer and --tokenizer (which sets both sides); choose the text's \
                  tokenizer with --src-tokenizer",
             )?;
+            if cfg.reads_audio() {
+                if cfg.src_tokenizer.is_some() {
+                    return Err(DataError::Config(
+                        "the sources are audio, which has no tokenizer; fix: drop \
+                         --src-tokenizer"
+                            .into(),
+                    ));
+                }
+                // The labels' tokenizer, saved as both sides (as for asr).
+                return Ok((tgt, tgt));
+            }
             Ok((cfg.src_tokenizer.unwrap_or(TokenizerKind::Word), tgt))
         }
         Task::Generation => {
@@ -584,7 +611,9 @@ fn tokenizer_kinds(
         Task::Asr => {
             if cfg.joint || cfg.src_tokenizer.is_some() {
                 return Err(DataError::Config(
-                    "asr reads audio, which has no tokenizer: the transcripts' tokenizer is the                      only one; fix: drop --joint and --src-tokenizer (choose it with                      --tgt-tokenizer or --tokenizer)"
+                    "asr reads audio, which has no tokenizer: the transcripts' tokenizer is the only \
+                     one; fix: drop --joint and --src-tokenizer (choose it with --tgt-tokenizer \
+                     or --tokenizer)"
                         .into(),
                 ));
             }
@@ -689,6 +718,14 @@ pub fn prepare(cfg: &PrepareConfig, progress: &dyn Fn(&str)) -> Result<DataToml>
         crate::zh::check_available(script)?;
     }
     let task = cfg.task;
+    let audio = cfg.reads_audio();
+    if audio && cfg.max_src_tokens > 0 {
+        return Err(DataError::Config(
+            "--max-src-tokens cuts text sources, but these sources are audio; fix: drop \
+             --max-src-tokens"
+                .into(),
+        ));
+    }
     if cfg.max_src_tokens > 0 && task != Task::Translation && task != Task::Classification {
         return Err(DataError::Config(format!(
             "--max-src-tokens cuts long text sources, but a {task} source must stay whole (one \
@@ -710,6 +747,20 @@ pub fn prepare(cfg: &PrepareConfig, progress: &dyn Fn(&str)) -> Result<DataToml>
                 path.display(),
                 names.join(" or "),
                 names[0]
+            )));
+        }
+    }
+
+    for (name, source) in [(SplitName::Valid, &cfg.valid), (SplitName::Test, &cfg.test)] {
+        if let Some(source) = source
+            && source.is_audio() != cfg.train.is_audio()
+        {
+            let kind = |s: &CorpusSource| if s.is_audio() { "audio" } else { "text" };
+            return Err(DataError::Config(format!(
+                "the training split is {}, but the {name} split is {}; fix: give every split \
+                 in one kind (audio manifests or Kaldi folders for audio)",
+                kind(&cfg.train),
+                kind(source)
             )));
         }
     }
@@ -798,7 +849,14 @@ pub fn prepare(cfg: &PrepareConfig, progress: &dyn Fn(&str)) -> Result<DataToml>
     let mut cleaned: Vec<CleanSplit> = Vec::new();
     for (name, raw) in raws {
         progress(&format!("cleaning the {name} split"));
-        cleaned.push(clean_split(raw, &cfg.clean, src_zh, tgt_zh, name, task)?);
+        cleaned.push(clean_split(
+            raw,
+            &cfg.clean,
+            (src_zh, tgt_zh),
+            name,
+            task,
+            audio,
+        )?);
     }
     let train_pairs = &cleaned[0].pairs;
     if train_pairs.is_empty() {
@@ -820,7 +878,7 @@ pub fn prepare(cfg: &PrepareConfig, progress: &dyn Fn(&str)) -> Result<DataToml>
             )));
         }
         (s, t)
-    } else if task.reads_audio() {
+    } else if audio {
         // Saved as both sides, so that a DATA_DIR and a MODEL_DIR keep their usual files.
         progress(&format!("training the transcripts' {tgt_kind} tokenizer"));
         let t = train_tokenizer(&tgt_spec, train_pairs.iter().map(|p| p.1.as_str()))?;
@@ -848,7 +906,7 @@ pub fn prepare(cfg: &PrepareConfig, progress: &dyn Fn(&str)) -> Result<DataToml>
         progress(&format!("measuring the {name} split"));
         let is_train = name == SplitName::Train;
         let (kept, first_unknown) =
-            length_pass(&mut split, (&src_tok, &tgt_tok), &options, is_train)?;
+            length_pass(&mut split, (&src_tok, &tgt_tok), &options, audio, is_train)?;
         if is_train && let Some(first) = first_unknown {
             let n = split.stats.unknown_labels.unwrap_or(0);
             let side = match label_side {
@@ -881,7 +939,7 @@ pub fn prepare(cfg: &PrepareConfig, progress: &dyn Fn(&str)) -> Result<DataToml>
 
     // Speech: every utterance's features, before anything is written.
     let mut features: Vec<Vec<Features>> = Vec::new();
-    if task.reads_audio() {
+    if audio {
         let fbank = Fbank::new(&cfg.fbank)?;
         for (name, pairs, stats) in &mut finals {
             progress(&format!("computing the {name} split's features"));

@@ -64,11 +64,6 @@ impl Task {
     pub fn labels_input(self) -> bool {
         self.label_side() == Some(LabelSide::Target)
     }
-
-    /// Whether the source is audio (feature frames) rather than text.
-    pub fn reads_audio(self) -> bool {
-        self == Task::Asr
-    }
 }
 
 impl std::fmt::Display for Task {

@@ -519,7 +519,7 @@ fn manifests_resolve_paths_and_name_bad_lines() {
 fn write_recordings(dir: &Path) {
     for speaker in ["ann", "bob"] {
         for d in 0..10u32 {
-            for i in 0..8 {
+            for i in 0..12 {
                 let len = (d as usize + 2) * 8000 / 50;
                 let samples = sine(200.0 * f64::from(d + 1), 8000, len, 0.5)
                     .into_iter()
@@ -545,7 +545,7 @@ fn connected_digits_say_what_they_join() {
     let dir = tempfile::tempdir().unwrap();
     write_recordings(dir.path());
     let recs = list_recordings(dir.path()).unwrap();
-    assert_eq!(recs.len(), 160);
+    assert_eq!(recs.len(), 240);
     let cfg = ConnectedDigits::new(40, 7);
     let utterances = connected_digits(&recs, &cfg).unwrap();
     assert_eq!(utterances, connected_digits(&recs, &cfg).unwrap());
@@ -593,19 +593,34 @@ fn the_digit_builder_writes_manifests_from_the_official_split() {
     let summary = write_connected_digits(&recordings, &out, 12, 3, 4, 1).unwrap();
     assert_eq!(
         summary.splits.iter().map(|s| s.1).collect::<Vec<_>>(),
-        vec![12, 3, 4, 100]
+        vec![12, 3, 4, 40, 100, 100]
     );
     for name in ["train", "valid", "test"] {
         let lines = read_manifest(&out.join(format!("{name}.tsv"))).unwrap();
         assert!(lines.iter().all(|(p, t)| p.is_file() && !t.is_empty()));
     }
-    // The isolated test: every recording of index 0-4, as it was, labelled with its digit.
+    // The isolated sets: every recording, as it was, labelled with its digit; the test has
+    // those of index 0-4, validation 5-9, training the rest.
+    for (set, indices) in [
+        ("isolated", 0..5),
+        ("isolated-valid", 5..10),
+        ("isolated-train", 10..50),
+    ] {
+        let lines = read_manifest(&out.join(format!("{set}.tsv"))).unwrap();
+        assert_eq!(
+            lines.len(),
+            2 * 10 * indices.clone().filter(|&i| i < 12).count()
+        );
+        for (path, _) in &lines {
+            let name = path.file_stem().unwrap().to_str().unwrap();
+            let index: u32 = name.rsplit('_').next().unwrap().parse().unwrap();
+            assert!(indices.contains(&index), "{set}: {name}");
+        }
+    }
     let isolated = read_manifest(&out.join("isolated.tsv")).unwrap();
-    assert_eq!(isolated.len(), 100);
     for (path, text) in &isolated {
         let name = path.file_stem().unwrap().to_str().unwrap().to_owned();
         let parts: Vec<&str> = name.split('_').collect();
-        assert!(parts[2].parse::<u32>().unwrap() < 5, "{name}");
         let digit: usize = parts[0].parse().unwrap();
         assert_eq!(text, DIGIT_WORDS[digit]);
         let copy = read_wav(path).unwrap();

@@ -693,3 +693,34 @@ fn real_sst2_and_trec() {
     assert_eq!(rec.tokenizers.tgt.vocab_size, 4 + 6);
     assert_eq!(rec.splits.test.as_ref().unwrap().unknown_labels, Some(0));
 }
+
+#[test]
+fn audio_and_text_splits_do_not_mix() {
+    let d = tempfile::tempdir().unwrap();
+    let manifest = s2s_data::audio::write_first_tone_labels(d.path(), "train", 4, 1).unwrap();
+    let text = write(d.path(), "valid.txt", "low a\n");
+    let mut cfg = PrepareConfig::new(
+        CorpusSource::Manifest { path: manifest },
+        d.path().join("out"),
+    );
+    cfg.task = Task::Classification;
+    cfg.fbank.sample_rate = 8_000;
+    assert!(cfg.reads_audio());
+    cfg.valid = Some(CorpusSource::Labelled { path: text });
+    let e = prepare(&cfg, &|_: &str| {}).unwrap_err().to_string();
+    assert!(
+        e.contains("the training split is audio, but the valid split is text"),
+        "{e}"
+    );
+    assert!(!d.path().join("out").exists());
+    // Audio is no input of tagging or generation.
+    for task in [Task::Tagging, Task::Generation] {
+        cfg.task = task;
+        cfg.valid = None;
+        let e = prepare(&cfg, &|_: &str| {}).unwrap_err().to_string();
+        assert!(
+            e.contains("an audio manifest, which is asr or classification data"),
+            "{e}"
+        );
+    }
+}

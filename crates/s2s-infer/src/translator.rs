@@ -249,6 +249,7 @@ impl Translator {
                 .iter()
                 .map(|r| (Vec::new(), self.encode_target(r, &[])))
                 .collect();
+            self.check_label_shapes(&pairs)?;
             return Ok(s2s_models::scoring::score_all(
                 &l.model,
                 &l.device,
@@ -267,24 +268,7 @@ impl Translator {
                 (src, target)
             })
             .collect();
-        if let Some(labeller) = l.model.as_labeller() {
-            let per_token = labeller.cfg.head.per_token();
-            for (i, (src, labels)) in pairs.iter().enumerate() {
-                let (want, what) = if per_token {
-                    (src.len(), "one tag per source token")
-                } else {
-                    (1, "one label")
-                };
-                if labels.len() != want {
-                    return Err(InferError::Request(format!(
-                        "pair {}: the reference has {} label(s) but the model gives {what} \
-                         ({want} here); fix: give references in the model's shape",
-                        i + 1,
-                        labels.len()
-                    )));
-                }
-            }
-        }
+        self.check_label_shapes(&pairs)?;
         Ok(s2s_models::scoring::score_all(
             &l.model,
             &l.device,
@@ -293,6 +277,30 @@ impl Translator {
             self.specials(),
             batch_size,
         ))
+    }
+
+    /// A labeller's references must have its shape: a tag per source token, or one label.
+    fn check_label_shapes(&self, pairs: &[(Vec<u32>, Vec<u32>)]) -> Result<(), InferError> {
+        let Some(labeller) = self.loaded.model.as_labeller() else {
+            return Ok(());
+        };
+        let per_token = labeller.cfg.head.per_token();
+        for (i, (src, labels)) in pairs.iter().enumerate() {
+            let (want, what) = if per_token {
+                (src.len(), "one tag per source token")
+            } else {
+                (1, "one label")
+            };
+            if labels.len() != want {
+                return Err(InferError::Request(format!(
+                    "pair {}: the reference has {} label(s) but the model gives {what} \
+                     ({want} here); fix: give references in the model's shape",
+                    i + 1,
+                    labels.len()
+                )));
+            }
+        }
+        Ok(())
     }
 
     /// Target ids back to text; `words` are the source's ([`Translator::source_words`]), which
@@ -387,10 +395,10 @@ impl Translator {
     /// A labeller's "search": its labels in one pass, as the one hypothesis of each source, the
     /// labels as its tokens (so that its text is the tags, or the label). Its score is the mean
     /// log-probability of its labels and its log-probability their sum; there is no attention.
-    fn label(
+    fn label<S: s2s_models::decoder::ModelSource>(
         &self,
         labeller: &s2s_models::labeller::Labeller,
-        sources: &[Vec<u32>],
+        sources: &[S],
         batch_size: usize,
     ) -> Vec<Vec<Hypothesis>> {
         let l = &self.loaded;
@@ -480,7 +488,25 @@ impl Translator {
         cfg: &SearchConfig,
         batch_size: usize,
     ) -> Result<Vec<Vec<Hypothesis>>, InferError> {
-        self.search_skipping_blanks(frames, |f| Source::len(f) == 0, cfg, batch_size)
+        let blank = |f: &Frames| Source::len(f) == 0;
+        if let Some(labeller) = self.loaded.model.as_labeller() {
+            // A classifier of audio: nothing to label in audio too short for one position.
+            let (blank, heard): (Vec<usize>, Vec<usize>) =
+                (0..frames.len()).partition(|&i| blank(&frames[i]));
+            let heard_frames: Vec<Frames> = heard.iter().map(|&i| frames[i].clone()).collect();
+            let mut out = vec![Vec::new(); frames.len()];
+            for (i, hyps) in heard
+                .into_iter()
+                .zip(self.label(labeller, &heard_frames, batch_size))
+            {
+                out[i] = hyps;
+            }
+            for i in blank {
+                out[i] = vec![empty_hypothesis()];
+            }
+            return Ok(out);
+        }
+        self.search_skipping_blanks(frames, blank, cfg, batch_size)
     }
 
     /// One utterance's hypotheses (see [`Translator::describe`]): its attention columns are

@@ -42,6 +42,15 @@ impl ModelConfig {
         }
     }
 
+    /// Whether the model reads audio (feature frames, `[model.speech]`) rather than token ids.
+    pub fn reads_audio(&self) -> bool {
+        match self {
+            ModelConfig::Transformer(c) => c.speech.is_some(),
+            ModelConfig::Labeller(c) => c.speech.is_some(),
+            ModelConfig::Rnn(_) | ModelConfig::ConvS2S(_) => false,
+        }
+    }
+
     /// Whether a model of this config does `task`: an encoder-decoder both translates and
     /// generates (1 vs N is N vs M with a one-label source).
     pub fn fits(&self, task: Task) -> bool {
@@ -105,6 +114,10 @@ pub fn preset_names() -> Vec<&'static str> {
         "bilstm-classifier-tiny",
         "transformer-classifier",
         "transformer-classifier-tiny",
+        "cnn-classifier",
+        "cnn-classifier-tiny",
+        "speech-classifier",
+        "speech-classifier-tiny",
     ]);
     names
 }
@@ -122,11 +135,13 @@ fn labeller(
         emb_dim: emb,
         hidden,
         layers,
-        bidirectional: encoder != EncoderKind::Transformer,
+        bidirectional: matches!(encoder, EncoderKind::Lstm | EncoderKind::Gru),
         heads: 4,
         ffn_dim: 4 * hidden,
         dropout: 0.33,
         max_positions: 1024,
+        widths: vec![3, 4, 5],
+        speech: None,
     }
 }
 
@@ -148,6 +163,22 @@ fn labelling(name: &str) -> Option<ModelConfig> {
             dropout: 0.2,
             ..labeller(EncoderKind::Transformer, Head::Attention, 256, 256, 2)
         },
+        // Kim 2014's CNN-rand: 300-dimensional embeddings, 100 maps of widths 3, 4 and 5, max
+        // pooling, dropout 0.5 on the pooled features.
+        "cnn-classifier" => LabellerConfig {
+            dropout: 0.5,
+            ..labeller(EncoderKind::Cnn, Head::Max, 300, 100, 1)
+        },
+        // Spoken words (FSDD's digits): the speech Transformer's front end under a BiLSTM with
+        // attention pooling.
+        "speech-classifier" => LabellerConfig {
+            dropout: 0.3,
+            speech: Some(crate::speech::SpeechConfig {
+                channels: 32,
+                ctc_weight: 0.0,
+            }),
+            ..labeller(EncoderKind::Lstm, Head::Attention, 256, 128, 1)
+        },
         _ => return None,
     };
     Some(ModelConfig::Labeller(if tiny {
@@ -157,6 +188,9 @@ fn labelling(name: &str) -> Option<ModelConfig> {
             layers: 1,
             ffn_dim: 64,
             dropout: 0.0,
+            speech: cfg
+                .speech
+                .map(|s| crate::speech::SpeechConfig { channels: 8, ..s }),
             ..cfg
         }
     } else {

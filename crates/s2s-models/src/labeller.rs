@@ -5,20 +5,31 @@
 //!
 //! The source row is the data crate's: the tokens, then `<eos>`. The tagger's `<eos>` position has
 //! no label (its target is padding); a pooled head reads it like any other position.
+//!
+//! A classifier over audio (`[model.speech]`, e.g. spoken digits) reads feature frames through
+//! the speech models' front end ([`crate::speech`]) in place of embeddings; it pools the
+//! subsampled positions like tokens.
 
 use burn::module::Module;
-use burn::nn::{Dropout, DropoutConfig, Embedding, EmbeddingConfig, Initializer, Linear};
+use burn::nn::conv::{Conv1d, Conv1dConfig};
+use burn::nn::{
+    Dropout, DropoutConfig, Embedding, EmbeddingConfig, Initializer, Linear, PaddingConfig1d,
+};
+use burn::tensor::activation::relu;
 use burn::tensor::activation::softmax;
-use burn::tensor::{Bool, Device, Int, Tensor};
+use burn::tensor::{Device, Tensor};
 use serde::{Deserialize, Serialize};
 
-use crate::OutputLayer;
+use crate::decoder::ModelSource;
 use crate::init::{embedding, xavier_linear};
 use crate::rnn::CellKind;
 use crate::rnn::encoder::RnnEncoder;
+use crate::speech::{ConvSubsampling, SpeechConfig};
 use crate::transformer::encoder::TransformerEncoder;
 use crate::transformer::positions::PositionEncoding;
 use crate::transformer::{Activation, Positions, TransformerConfig};
+use crate::{OutputLayer, PaddedSource};
+use s2s_search::{Source, SpecialTokens};
 
 /// The encoder under the head.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -27,6 +38,8 @@ pub enum EncoderKind {
     Lstm,
     Gru,
     Transformer,
+    /// Kim (2014)'s convolutions: `hidden` feature maps per window width (`widths`).
+    Cnn,
 }
 
 /// What the model puts out: one label per token, or one per sequence from a pooled vector.
@@ -73,15 +86,58 @@ pub struct LabellerConfig {
     pub dropout: f64,
     /// Transformer only: longest input of the learned position table (sinusoids are used).
     pub max_positions: usize,
+    /// CNN only: the window widths, in tokens, each with `hidden` feature maps.
+    #[serde(default = "default_widths")]
+    pub widths: Vec<usize>,
+    /// A classifier of audio: the front end that turns feature frames into `emb_dim`-wide
+    /// positions. Its `ctc_weight` must be 0: a label is no transcript to align.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speech: Option<SpeechConfig>,
+}
+
+fn default_widths() -> Vec<usize> {
+    vec![3, 4, 5]
 }
 
 impl LabellerConfig {
     pub fn validate(&self) -> Result<(), String> {
+        if self.encoder == EncoderKind::Cnn {
+            if self.widths.is_empty() || self.widths.contains(&0) {
+                return Err(format!(
+                    "widths = {:?}: a CNN encoder needs at least one window width, each at \
+                     least 1",
+                    self.widths
+                ));
+            }
+            if self.layers != 1 {
+                return Err(format!(
+                    "layers = {}: a CNN encoder is one layer of convolutions; fix: layers = 1",
+                    self.layers
+                ));
+            }
+        }
         if self.layers == 0 || self.emb_dim == 0 || self.hidden == 0 {
             return Err("layers, emb_dim and hidden must be at least 1".into());
         }
         if !(0.0..1.0).contains(&self.dropout) {
             return Err(format!("dropout = {} must be in [0, 1)", self.dropout));
+        }
+        if let Some(speech) = &self.speech {
+            speech.validate()?;
+            if self.head.per_token() {
+                return Err(
+                    "[model.speech]: a tagger labels tokens, and audio has none; fix: \
+                            choose a pooled head (mean, max, last or attention)"
+                        .into(),
+                );
+            }
+            if speech.ctc_weight != 0.0 {
+                return Err(format!(
+                    "[model.speech] ctc_weight = {}: a classifier's label is no transcript for \
+                     CTC to align; fix: set ctc_weight = 0",
+                    speech.ctc_weight
+                ));
+            }
         }
         if self.encoder == EncoderKind::Transformer {
             if self.emb_dim != self.hidden {
@@ -104,6 +160,7 @@ impl LabellerConfig {
     pub fn output_size(&self) -> usize {
         match self.encoder {
             EncoderKind::Transformer => self.hidden,
+            EncoderKind::Cnn => self.hidden * self.widths.len(),
             _ if self.bidirectional => 2 * self.hidden,
             _ => self.hidden,
         }
@@ -142,11 +199,49 @@ impl LabellerConfig {
 pub enum LabelEncoder {
     Rnn(RnnEncoder),
     Transformer(TransformerEncoder),
+    Cnn(CnnEncoder),
+}
+
+/// Kim (2014)'s sentence convolutions: for each window width `w`, feature maps over the `w`
+/// tokens ending at each position (zeros before the first token), through a ReLU; the widths'
+/// maps concatenated. A position reads no token after it, so padding at a row's end changes none
+/// of its real positions (batch invariance); the pooled heads mask the padded ones.
+#[derive(Module, Debug)]
+pub struct CnnEncoder {
+    pub convs: Vec<Conv1d>,
+}
+
+impl CnnEncoder {
+    pub fn new(widths: &[usize], d_in: usize, maps: usize, device: &Device) -> Self {
+        let convs = widths
+            .iter()
+            .map(|&w| {
+                Conv1dConfig::new(d_in, maps, w)
+                    .with_padding(PaddingConfig1d::Explicit(w - 1, 0))
+                    .init(device)
+            })
+            .collect();
+        Self { convs }
+    }
+
+    /// `[batch, len, d_in]` to `[batch, len, maps * widths]`.
+    pub fn forward(&self, x: Tensor<3>) -> Tensor<3> {
+        let x = x.swap_dims(1, 2);
+        let maps: Vec<Tensor<3>> = self
+            .convs
+            .iter()
+            .map(|c| relu(c.forward(x.clone())))
+            .collect();
+        Tensor::cat(maps, 1).swap_dims(1, 2)
+    }
 }
 
 #[derive(Module, Debug)]
 pub struct Labeller {
-    pub emb: Embedding,
+    /// Text only.
+    pub emb: Option<Embedding>,
+    /// Audio only: frames to positions, in place of `emb`.
+    pub speech: Option<ConvSubsampling>,
     /// Transformer only.
     pub positions: Option<PositionEncoding>,
     pub encoder: LabelEncoder,
@@ -160,9 +255,14 @@ pub struct Labeller {
 }
 
 impl Labeller {
-    /// `src_vocab` source tokens, `labels` label ids (the target vocabulary, specials included).
+    /// `src_vocab` source tokens (for audio: feature bins), `labels` label ids (the target
+    /// vocabulary, specials included).
     pub fn new(cfg: &LabellerConfig, src_vocab: usize, labels: usize, device: &Device) -> Self {
         let out = cfg.output_size();
+        let speech = cfg
+            .speech
+            .as_ref()
+            .map(|s| ConvSubsampling::new(s, src_vocab, cfg.emb_dim, device));
         let (emb, positions, encoder) = match cfg.encoder {
             EncoderKind::Transformer => {
                 let t = cfg.transformer();
@@ -178,6 +278,21 @@ impl Labeller {
                     LabelEncoder::Transformer(TransformerEncoder::new(&t, device)),
                 )
             }
+            EncoderKind::Cnn => (
+                EmbeddingConfig::new(src_vocab, cfg.emb_dim)
+                    .with_initializer(Initializer::Uniform {
+                        min: -0.1,
+                        max: 0.1,
+                    })
+                    .init(device),
+                None,
+                LabelEncoder::Cnn(CnnEncoder::new(
+                    &cfg.widths,
+                    cfg.emb_dim,
+                    cfg.hidden,
+                    device,
+                )),
+            ),
             kind => {
                 let cell = if kind == EncoderKind::Lstm {
                     CellKind::Lstm
@@ -206,7 +321,8 @@ impl Labeller {
         };
         let attention = cfg.head == Head::Attention;
         Self {
-            emb,
+            emb: speech.is_none().then_some(emb),
+            speech,
             positions,
             encoder,
             pool_hidden: attention.then(|| xavier_linear(out, out, true, device)),
@@ -218,9 +334,22 @@ impl Labeller {
     }
 
     /// What the output layer reads: `[batch, src_len, d]` per token, or `[batch, 1, d]` pooled.
-    pub fn features(&self, ids: Tensor<2, Int>, pad: &Tensor<2, Bool>) -> Tensor<3> {
-        let mask = pad.clone().bool_not().float(); // 1 = token
-        let x = self.emb.forward(ids);
+    pub fn features(&self, src: &PaddedSource) -> Tensor<3> {
+        let (x, pad, scale) = match (&self.speech, &src.frames) {
+            (Some(front), Some(frames)) => {
+                let (x, pad) = front.forward(frames.clone(), &src.pad);
+                (x, pad, 1.0)
+            }
+            (None, None) => {
+                let emb = self.emb.as_ref().expect("a text labeller has embeddings");
+                let scale = (self.cfg.hidden as f64).sqrt();
+                (emb.forward(src.ids.clone()), src.pad.clone(), scale)
+            }
+            (Some(_), None) => panic!("an audio classifier reads feature frames, not ids"),
+            (None, Some(_)) => panic!("a text labeller reads ids, not feature frames"),
+        };
+        let pad = &pad;
+        let mask = pad.clone().bool_not().float(); // 1 = position
         let (states, last) = match &self.encoder {
             LabelEncoder::Rnn(rnn) => {
                 let (states, finals) = rnn.forward(self.dropout.forward(x), &mask, false);
@@ -237,10 +366,13 @@ impl Labeller {
                     .positions
                     .as_ref()
                     .expect("a Transformer has positions");
-                let x =
-                    x.mul_scalar((self.cfg.hidden as f64).sqrt()) + pos.forward(0, len, &device);
+                // Embeddings are scaled (Vaswani et al.); the speech front end's outputs are
+                // not, as in the speech Transformer.
+                let x = x.mul_scalar(scale) + pos.forward(0, len, &device);
                 (enc.forward(self.dropout.forward(x), pad), None)
             }
+            // Kim (2014) drops out the pooled features only.
+            LabelEncoder::Cnn(cnn) => (cnn.forward(x), None),
         };
         let [b, len, d] = states.dims();
         let mask3 = mask.clone().reshape([b, len, 1]);
@@ -251,8 +383,9 @@ impl Labeller {
             Head::Last => match last {
                 Some(last) => last.reshape([b, 1, d]),
                 None => {
-                    // The `<eos>` output: the last real position of each row.
-                    let ends = mask.sum_dim(1).int() - 1; // [b, 1]
+                    // The `<eos>` output: the last real position of each row (the first of a
+                    // row of none).
+                    let ends = (mask.sum_dim(1).int() - 1).clamp_min(0); // [b, 1]
                     let idx = ends.reshape([b, 1, 1]).expand([b, 1, d]);
                     states.gather(1, idx)
                 }
@@ -274,21 +407,25 @@ impl Labeller {
     }
 
     /// Logits `[batch, positions, labels]` ([`Labeller::features`] projected).
-    pub fn logits(&self, ids: Tensor<2, Int>, pad: &Tensor<2, Bool>) -> Tensor<3> {
-        self.output_layer().logits(self.features(ids, pad))
+    pub fn logits(&self, src: &PaddedSource) -> Tensor<3> {
+        self.output_layer().logits(self.features(src))
+    }
+
+    /// Whether it reads audio (feature frames) rather than token ids.
+    pub fn reads_audio(&self) -> bool {
+        self.speech.is_some()
     }
 
     /// The most likely label of every token (tagging; each row's `<eos>` is left out) or of every
     /// row (classification), with its probability. `reserved` ids (the label vocabulary's
-    /// specials) are never chosen. Rows are `src_lens` long, `<eos>` included.
+    /// specials) are never chosen. Rows are `src_lens` long, `<eos>` included (a tagger's).
     pub fn predict(
         &self,
-        ids: Tensor<2, Int>,
-        pad: &Tensor<2, Bool>,
+        src: &PaddedSource,
         src_lens: &[usize],
         reserved: &[u32],
     ) -> Vec<Vec<(u32, f32)>> {
-        let logits = self.logits(ids, pad);
+        let logits = self.logits(src);
         let [b, n, labels] = logits.dims();
         let mut bias = vec![0.0f32; labels];
         for &r in reserved {
@@ -327,30 +464,30 @@ impl Labeller {
     }
 }
 
-/// Labels `sources` (token ids without `<eos>`) in batches of up to `batch_size` sentences of
-/// similar length: for each, its tokens' labels (tagging) or its one label (classification),
-/// with their probabilities, in input order. Specials of the label vocabulary are never chosen.
-pub fn label_all(
+/// Labels `sources` (token ids without `<eos>`, or an audio classifier's frames) in batches of
+/// up to `batch_size` sources of similar length: for each, its tokens' labels (tagging) or its one
+/// label (classification), with their probabilities, in input order. Specials of the label
+/// vocabulary are never chosen.
+pub fn label_all<S: ModelSource>(
     model: &Labeller,
     device: &Device,
-    sources: &[Vec<u32>],
+    sources: &[S],
     specials: s2s_data::Specials,
     batch_size: usize,
 ) -> Vec<Vec<(u32, f32)>> {
-    let reserved = [specials.pad, specials.unk, specials.bos, specials.eos];
+    let s2s_data::Specials { pad, unk, bos, eos } = specials;
+    let tokens = SpecialTokens { pad, unk, bos, eos };
     let mut order: Vec<usize> = (0..sources.len()).collect();
-    order.sort_by_key(|&i| std::cmp::Reverse(sources[i].len()));
+    order.sort_by_key(|&i| std::cmp::Reverse(Source::len(&sources[i])));
     let mut out = vec![Vec::new(); sources.len()];
     for chunk in order.chunks(batch_size.max(1)) {
-        let rows: Vec<Vec<u32>> = chunk
-            .iter()
-            .map(|&i| sources[i].iter().copied().chain([specials.eos]).collect())
-            .collect();
-        let lens: Vec<usize> = rows.iter().map(Vec::len).collect();
-        let src = crate::PaddedSource::new(&rows, specials.pad, device);
+        let rows: Vec<S> = chunk.iter().map(|&i| sources[i].clone()).collect();
+        let src = S::pad_batch(&rows, &tokens, device);
+        // With `<eos>`, as the tagger's rows have it.
+        let lens: Vec<usize> = rows.iter().map(|s| s.token_ids().len() + 1).collect();
         for (&i, labels) in chunk
             .iter()
-            .zip(model.predict(src.ids, &src.pad, &lens, &reserved))
+            .zip(model.predict(&src, &lens, &[pad, unk, bos, eos]))
         {
             out[i] = labels;
         }

@@ -124,7 +124,7 @@ impl Seq2SeqModel {
             Seq2SeqModel::Rnn(m) => m.teacher_hidden(ids, pad, tgt_in, feed_gold).0,
             Seq2SeqModel::Transformer(m) => m.teacher_hidden(src, tgt_in).0,
             Seq2SeqModel::ConvS2S(m) => m.teacher_hidden(ids, pad, tgt_in).0,
-            Seq2SeqModel::Labeller(m) => m.features(ids, &pad),
+            Seq2SeqModel::Labeller(m) => m.features(src),
         }
     }
 

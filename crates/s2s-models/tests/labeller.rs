@@ -18,7 +18,7 @@ fn config(encoder: EncoderKind, head: Head) -> LabellerConfig {
     LabellerConfig {
         encoder,
         head,
-        bidirectional: encoder != EncoderKind::Transformer,
+        bidirectional: matches!(encoder, EncoderKind::Lstm | EncoderKind::Gru),
         heads: 2,
         ..base
     }
@@ -53,6 +53,7 @@ fn labels_do_not_depend_on_the_batch_or_its_padding() {
         EncoderKind::Lstm,
         EncoderKind::Gru,
         EncoderKind::Transformer,
+        EncoderKind::Cnn,
     ] {
         for head in [
             Head::Tokens,
@@ -96,10 +97,29 @@ fn presets_are_labellers_of_their_task_and_bad_configs_are_refused() {
             "transformer-classifier-tiny",
             s2s_data::Task::Classification,
         ),
+        ("cnn-classifier", s2s_data::Task::Classification),
+        ("speech-classifier-tiny", s2s_data::Task::Classification),
         ("transformer-small", s2s_data::Task::Translation),
     ] {
-        assert_eq!(s2s_models::preset(name).unwrap().task(), task, "{name}");
+        let preset = s2s_models::preset(name).unwrap();
+        assert_eq!(preset.task(), task, "{name}");
+        assert_eq!(preset.reads_audio(), name.starts_with("speech"), "{name}");
+        preset.validate().unwrap();
     }
+    let mut bad = config(EncoderKind::Cnn, Head::Max);
+    bad.widths.clear();
+    assert!(bad.validate().unwrap_err().contains("window width"));
+    bad.widths = vec![2];
+    bad.layers = 2;
+    assert!(bad.validate().unwrap_err().contains("layers = 1"));
+    let ModelConfig::Labeller(mut bad) = s2s_models::preset("speech-classifier").unwrap() else {
+        unreachable!()
+    };
+    bad.speech.as_mut().unwrap().ctc_weight = 0.3;
+    assert!(bad.validate().unwrap_err().contains("ctc_weight = 0"));
+    bad.speech.as_mut().unwrap().ctc_weight = 0.0;
+    bad.head = Head::Tokens;
+    assert!(bad.validate().unwrap_err().contains("pooled head"));
     let mut bad = config(EncoderKind::Transformer, Head::Mean);
     bad.emb_dim += 1;
     assert!(bad.validate().unwrap_err().contains("emb_dim"));

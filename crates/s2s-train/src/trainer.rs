@@ -159,8 +159,16 @@ fn validate(
         return Ok(out);
     }
     if let Some(labeller) = model.as_labeller() {
-        let labels =
-            s2s_models::labeller::label_all(labeller, device, &valid.src, valid.specials, 64);
+        let labels = match &valid.frames {
+            Some(frames) => {
+                let sources: Vec<Frames> =
+                    frames.iter().map(|f| Frames(Arc::new(f.clone()))).collect();
+                s2s_models::labeller::label_all(labeller, device, &sources, valid.specials, 64)
+            }
+            None => {
+                s2s_models::labeller::label_all(labeller, device, &valid.src, valid.specials, 64)
+            }
+        };
         let hyps: Vec<String> = labels
             .iter()
             .map(|l| {

@@ -160,3 +160,92 @@ fn a_speech_model_resumes_exactly_with_spec_augment() {
     assert_eq!(assert_same_metrics(&straight, &halves), 4);
     assert_same_checkpoint(&straight, &halves, &run(40), "speech-transformer-tiny");
 }
+
+fn first_word_manifest(dir: &Path, name: &str, n: usize, seed: u64) -> CorpusSource {
+    let path = s2s_data::audio::write_first_tone_labels(dir, name, n, seed).unwrap();
+    CorpusSource::Manifest { path }
+}
+
+#[test]
+fn a_speech_classifier_learns_the_first_tone_of_an_utterance() {
+    let dir = tempfile::tempdir().unwrap();
+    let raw = dir.path().join("raw");
+    let mut cfg = PrepareConfig::new(
+        first_word_manifest(&raw, "train", 600, 1),
+        dir.path().join("data"),
+    );
+    cfg.task = Task::Classification;
+    cfg.valid = Some(first_word_manifest(&raw, "valid", 60, 2));
+    cfg.test = Some(first_word_manifest(&raw, "test", 100, 3));
+    cfg.fbank.sample_rate = 8_000;
+    cfg.fbank.n_mels = 20;
+    assert!(cfg.reads_audio());
+    s2s_data::prepare(&cfg, &|_: &str| {}).unwrap();
+    let data = s2s_data::load_data_dir(dir.path().join("data")).unwrap();
+    assert_eq!(data.meta.options.task, Task::Classification);
+    assert_eq!(
+        data.source_width(),
+        20,
+        "an audio source is as wide as its bins"
+    );
+    // The four words and the specials.
+    assert_eq!(data.tgt_tokenizer.vocab_size(), 4 + 4);
+
+    let run = run_config(
+        "speech-classifier-tiny",
+        &data,
+        "max_steps = 300\nmax_tokens = 4000\nlr = 3e-3\nwarmup_steps = 20\nvalid_every = 50\npatience = 0\nmax_epochs = 1000\n",
+    );
+    assert!(run.model.reads_audio());
+    assert_eq!(run.train.best_by, s2s_infer::config::BestBy::Accuracy);
+    let model_dir = dir.path().join("model");
+    train(&model_dir, &data, &run, false);
+    let best = s2s_infer::metrics::read(&model_dir.join("metrics.jsonl"))
+        .unwrap()
+        .into_iter()
+        .map(|r| r.valid_accuracy)
+        .fold(0.0, f64::max);
+    assert!(best >= 95.0, "best valid accuracy {best}");
+
+    s2s_infer::model_dir::create(&model_dir, &run, &data).unwrap();
+    let translator =
+        s2s_infer::Translator::load(&model_dir, &burn::tensor::Device::flex()).unwrap();
+    assert!(translator.reads_audio());
+    let test = data.test.as_ref().unwrap();
+    let labels = transcribe(&translator, &test.src, 16);
+    let right = labels.iter().zip(&test.tgt).filter(|(h, r)| h == r).count();
+    assert!(
+        right * 100 >= 90 * test.tgt.len(),
+        "{right} of {} test labels right: {:?}",
+        test.tgt.len(),
+        &labels[..5]
+    );
+    // Batch invariance: each file alone gets the label it got in a batch.
+    let alone: Vec<String> = test.src[..8]
+        .iter()
+        .flat_map(|p| transcribe(&translator, std::slice::from_ref(p), 1))
+        .collect();
+    assert_eq!(alone, labels[..8].to_vec());
+    // `s2s score` reads the audio as the classifier does: its labels score above any other.
+    let scores = translator.score(&test.src[..8], &labels[..8], 4).unwrap();
+    for (i, s) in scores.iter().enumerate() {
+        assert_eq!(s.tokens, 1);
+        for (other, _, _) in s2s_data::audio::TONE_WORDS {
+            if other != labels[i] {
+                let o = translator
+                    .score(&test.src[i..=i], &[other.to_owned()], 1)
+                    .unwrap();
+                assert!(
+                    o[0].logprob < s.logprob,
+                    "{other} scores above {}",
+                    labels[i]
+                );
+            }
+        }
+    }
+    let two_labels = translator.score(&test.src[..1], &["low mid".to_owned()], 1);
+    assert!(
+        two_labels.unwrap_err().to_string().contains("one label"),
+        "a classifier's reference is one label"
+    );
+}

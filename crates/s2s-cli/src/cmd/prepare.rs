@@ -369,7 +369,7 @@ fn labelled_sources(
 
 fn config(args: &PrepareArgs) -> anyhow::Result<PrepareConfig> {
     let task: Task = args.task.into();
-    let mut cfg = if task.label_side().is_some() || task.reads_audio() {
+    let mut cfg = if task.label_side().is_some() || task == Task::Asr {
         let (train, valid, test) = labelled_sources(args, task)?;
         let mut cfg = PrepareConfig::new(train, &args.out);
         cfg.valid = valid;
@@ -416,8 +416,9 @@ fn config(args: &PrepareArgs) -> anyhow::Result<PrepareConfig> {
     };
     cfg.task = task;
     cfg.force = args.force;
-    // Audio has no tokenizer: --tokenizer is the transcripts'.
-    cfg.src_tokenizer = if task.reads_audio() {
+    let audio = cfg.reads_audio();
+    // Audio has no tokenizer: --tokenizer is the transcripts' (or the labels').
+    cfg.src_tokenizer = if audio {
         args.src_tokenizer.map(Into::into)
     } else {
         args.src_tokenizer.or(args.tokenizer).map(Into::into)
@@ -456,10 +457,11 @@ fn config(args: &PrepareArgs) -> anyhow::Result<PrepareConfig> {
         ("--window-ms", args.window_ms.is_some()),
         ("--hop-ms", args.hop_ms.is_some()),
     ];
-    if !task.reads_audio()
-        && let Some((flag, _)) = given.iter().find(|(_, g)| *g)
-    {
-        anyhow::bail!("{flag} sets the features of audio; fix: drop it, or pass --task asr");
+    if !audio && let Some((flag, _)) = given.iter().find(|(_, g)| *g) {
+        anyhow::bail!(
+            "{flag} sets the features of audio; fix: drop it, or give audio (--task asr, or \
+             --format manifest or kaldi)"
+        );
     }
     Ok(cfg)
 }
@@ -525,10 +527,16 @@ pub fn run(args: PrepareArgs) -> anyhow::Result<()> {
     let t = &rec.tokenizers;
     println!("wrote {}", cfg.out.display());
     println!("  task: {}", rec.options.task);
+    // What an audio source's targets are: a transcript, or one label.
+    let targets = if rec.options.task.labels_input() {
+        "label"
+    } else {
+        "transcript"
+    };
     if let Some(audio) = &rec.audio {
         let f = &audio.fbank;
         println!(
-            "  audio: {} log-mel bins, {} ms windows every {} ms at {} Hz; transcripts: {} ({} tokens)",
+            "  audio: {} log-mel bins, {} ms windows every {} ms at {} Hz; {targets}s: {} ({} tokens)",
             f.n_mels, f.window_ms, f.hop_ms, f.sample_rate, t.tgt.kind, t.tgt.vocab_size
         );
     } else if rec.options.joint {
@@ -551,7 +559,7 @@ pub fn run(args: PrepareArgs) -> anyhow::Result<()> {
         if let (Some(s), Some(audio)) = (rec.splits.get(name), &rec.audio) {
             let hours = s.src_tokens as f64 * f64::from(audio.fbank.hop_ms) / 3.6e6;
             println!(
-                "  {name}: {} utterances, {} frames ({hours:.2} h), {} transcript tokens",
+                "  {name}: {} utterances, {} frames ({hours:.2} h), {} {targets} tokens",
                 s.kept, s.src_tokens, s.tgt_tokens
             );
         } else if let Some(s) = rec.splits.get(name) {

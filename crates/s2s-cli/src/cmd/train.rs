@@ -192,13 +192,26 @@ pub fn run_holding(args: TrainArgs, held: Option<model_dir::ModelDirLock>) -> Re
         if train.bleu_tokenize == "13a" && data.meta.options.tgt_is_chinese {
             train.bleu_tokenize = "zh".into();
         }
+        let audio = data.meta.audio.is_some();
         if !model.fits(data_task) {
             bail!(
                 "{} holds {data_task} data but the model is for {}; fix: choose a {data_task} model ({}), or prepare the data with --task {}",
                 args.data.display(),
                 model.task(),
-                task_presets(data_task),
+                task_presets(data_task, audio),
                 model.task()
+            );
+        }
+        if model.reads_audio() != audio {
+            let (data_reads, model_reads) = if audio {
+                ("audio", "text")
+            } else {
+                ("text", "audio")
+            };
+            bail!(
+                "{} holds {data_task} data of {data_reads}, but the model reads {model_reads}; fix: choose a model for {data_reads} ({})",
+                args.data.display(),
+                task_presets(data_task, audio)
             );
         }
         let mut run = RunConfig {
@@ -354,11 +367,11 @@ pub fn run_holding(args: TrainArgs, held: Option<model_dir::ModelDirLock>) -> Re
     Ok(())
 }
 
-/// The presets of models for `task`, for an error message.
-fn task_presets(task: s2s_data::Task) -> String {
+/// The presets of models for `task` over audio or text, for an error message.
+fn task_presets(task: s2s_data::Task, audio: bool) -> String {
     let names: Vec<&str> = s2s_models::preset_names()
         .into_iter()
-        .filter(|n| s2s_models::preset(n).is_some_and(|c| c.fits(task)))
+        .filter(|n| s2s_models::preset(n).is_some_and(|c| c.fits(task) && c.reads_audio() == audio))
         .collect();
     format!("--arch {}", names.join(", "))
 }

@@ -114,29 +114,52 @@ fn train_into(model_dir: &Path, run: &RunConfig, data: &s2s_data::DataDir) -> Pa
 /// 8 and 16 kHz) and trains `speech-transformer-tiny` on it for `steps` steps into `root/model`.
 /// Returns the model and the test split's WAV paths.
 pub fn train_speech_model(root: &Path, steps: usize) -> (PathBuf, Vec<PathBuf>) {
+    train_audio_model(root, s2s_data::Task::Asr, steps)
+}
+
+/// [`train_speech_model`] for `task`: asr, or classification (`speech-classifier-tiny` labelling
+/// each utterance with its first word, `s2s_data::audio::write_first_tone_labels`).
+pub fn train_audio_model(
+    root: &Path,
+    task: s2s_data::Task,
+    steps: usize,
+) -> (PathBuf, Vec<PathBuf>) {
     let raw = root.join("raw");
+    let classify = task == s2s_data::Task::Classification;
     let manifest = |name: &str, n: usize, seed: u64| CorpusSource::Manifest {
-        path: s2s_data::audio::write_tone_corpus(&raw, name, n, seed).unwrap(),
+        path: if classify {
+            s2s_data::audio::write_first_tone_labels(&raw, name, n, seed)
+        } else {
+            s2s_data::audio::write_tone_corpus(&raw, name, n, seed)
+        }
+        .unwrap(),
     };
     let data_dir = root.join("data");
     let mut cfg = PrepareConfig::new(manifest("train", 200, 1), &data_dir);
-    cfg.task = s2s_data::Task::Asr;
-    cfg.tgt_tokenizer = Some(TokenizerKind::Word);
+    cfg.task = task;
+    if !classify {
+        cfg.tgt_tokenizer = Some(TokenizerKind::Word);
+    }
     cfg.valid = Some(manifest("valid", 20, 2));
     cfg.fbank.sample_rate = 8_000;
     cfg.fbank.n_mels = 20;
     s2s_data::prepare(&cfg, &|_: &str| {}).unwrap();
     let tests = manifest("test", 6, 3);
     let data = s2s_data::load_data_dir(&data_dir).unwrap();
+    let arch = if classify {
+        "speech-classifier-tiny"
+    } else {
+        "speech-transformer-tiny"
+    };
     let text = format!(
-        "arch = \"speech-transformer-tiny\"\n[train]\nmax_steps = {steps}\nmax_tokens = 4000\n\
+        "arch = \"{arch}\"\n[train]\nmax_steps = {steps}\nmax_tokens = 4000\n\
          lr = 3e-3\nwarmup_steps = 10\nvalid_every = {steps}\npatience = 0\nmax_epochs = 1000\n"
     );
     let (arch, model, train) =
-        s2s_infer::config::resolve(None, Some(("test", &text)), Some(s2s_data::Task::Asr)).unwrap();
+        s2s_infer::config::resolve(None, Some(("test", &text)), Some(task)).unwrap();
     let run = RunConfig {
         arch,
-        task: Some(s2s_data::Task::Asr),
+        task: Some(task),
         src_vocab: data.source_width(),
         tgt_vocab: data.tgt_tokenizer.vocab_size(),
         model,

@@ -171,7 +171,8 @@ pub fn connected_digits(recs: &[Recording], cfg: &ConnectedDigits) -> Result<Vec
 /// What [`write_connected_digits`] wrote.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DigitsSummary {
-    /// Per split (`train`, `valid`, `test`, `isolated`): utterances and seconds of audio.
+    /// Per split (`train`, `valid`, `test`, `isolated-train`, `isolated-valid`, `isolated`):
+    /// utterances and seconds of audio.
     pub splits: Vec<(String, usize, f64)>,
     pub out: PathBuf,
 }
@@ -187,12 +188,33 @@ impl std::fmt::Display for DigitsSummary {
     }
 }
 
+/// Copies `recs` to `out/name/` (16-bit PCM) with the manifest `out/name.tsv`, each labelled
+/// with its digit's word; returns their seconds of audio.
+fn write_isolated(out: &Path, name: &str, recs: &[Recording]) -> Result<f64> {
+    let folder = out.join(name);
+    std::fs::create_dir_all(&folder).map_err(|e| DataError::io(&folder, e))?;
+    let mut manifest = String::new();
+    let mut seconds = 0.0;
+    for r in recs {
+        let audio = read_wav(&r.path)?;
+        let file = format!("{name}/{}_{}_{}.wav", r.digit, r.speaker, r.index);
+        write_wav(&out.join(&file), &audio, WavFormat::Pcm16)?;
+        manifest.push_str(&format!("{file}\t{}\n", DIGIT_WORDS[usize::from(r.digit)]));
+        seconds += audio.seconds();
+    }
+    let path = out.join(format!("{name}.tsv"));
+    crate::io::atomic_write(&path, manifest.as_bytes()).map_err(|e| DataError::io(&path, e))?;
+    Ok(seconds)
+}
+
 /// Writes connected-digit utterances built from the FSDD recordings in `recordings` into
 /// `out/{train,valid,test}/NNNNNN.wav` (16-bit PCM) with manifests `out/{split}.tsv`. Training
 /// and validation utterances use the recordings of index 5-49, test utterances those of index
-/// 0-4 (FSDD's official split); each split has its own seed. The test recordings themselves, one
-/// digit each, go to `out/isolated/` with the manifest `out/isolated.tsv` (the isolated-digit
-/// test). `out` must be absent or empty.
+/// 0-4 (FSDD's official split); each split has its own seed. The recordings themselves, one
+/// digit each, labelled with its word, make the isolated-digit sets of spoken-word
+/// classification: `out/isolated.tsv` (the test: recordings 0-4), `out/isolated-valid.tsv`
+/// (5-9) and `out/isolated-train.tsv` (10-49), each with its folder. `out` must be absent or
+/// empty.
 pub fn write_connected_digits(
     recordings: &Path,
     out: &Path,
@@ -233,21 +255,17 @@ pub fn write_connected_digits(
         crate::io::atomic_write(&path, manifest.as_bytes()).map_err(|e| DataError::io(&path, e))?;
         splits.push((name.to_owned(), utterances.len(), seconds));
     }
-    // The test recordings as they are, one digit each: the isolated-digit test.
-    let folder = out.join("isolated");
-    std::fs::create_dir_all(&folder).map_err(|e| DataError::io(&folder, e))?;
-    let mut manifest = String::new();
-    let mut seconds = 0.0;
-    for r in &held_out {
-        let audio = read_wav(&r.path)?;
-        let file = format!("isolated/{}_{}_{}.wav", r.digit, r.speaker, r.index);
-        write_wav(&out.join(&file), &audio, WavFormat::Pcm16)?;
-        manifest.push_str(&format!("{file}\t{}\n", DIGIT_WORDS[usize::from(r.digit)]));
-        seconds += audio.seconds();
+    // The recordings as they are, one digit each: the isolated-digit sets (classification).
+    let (valid_recs, train_recs): (Vec<Recording>, Vec<Recording>) =
+        rest.into_iter().partition(|r| r.index < 10);
+    for (name, recs) in [
+        ("isolated-train", &train_recs),
+        ("isolated-valid", &valid_recs),
+        ("isolated", &held_out),
+    ] {
+        let seconds = write_isolated(out, name, recs)?;
+        splits.push((name.to_owned(), recs.len(), seconds));
     }
-    let path = out.join("isolated.tsv");
-    crate::io::atomic_write(&path, manifest.as_bytes()).map_err(|e| DataError::io(&path, e))?;
-    splits.push(("isolated".to_owned(), held_out.len(), seconds));
     Ok(DigitsSummary {
         splits,
         out: out.to_path_buf(),

@@ -25,5 +25,5 @@ pub use digits::{DigitsSummary, write_connected_digits};
 pub use fbank::{Fbank, FbankConfig, Features};
 pub use manifest::{read_kaldi_dir, read_manifest};
 pub use store::{read_features, write_features};
-pub use tones::{TONE_WORDS, write_tone_corpus};
+pub use tones::{TONE_WORDS, write_first_tone_labels, write_tone_corpus};
 pub use wav::{Audio, WavFormat, decode_wav, read_wav, resample, write_wav};

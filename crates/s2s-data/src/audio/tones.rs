@@ -1,7 +1,8 @@
 //! A synthetic "spoken" corpus for tests and smoke runs, with no recordings: each word is a tone
 //! of its own pitch and length, utterances are 1-4 words with short silences between them, at
 //! two sample rates (every third file at 16 kHz, the others at 8 kHz), written as 16-bit WAV
-//! files with a manifest that `prepare --task asr` reads.
+//! files with a manifest that `prepare --task asr` reads ([`write_tone_corpus`]), or labelled
+//! with their first word for classification ([`write_first_tone_labels`]).
 
 use std::path::Path;
 
@@ -57,6 +58,26 @@ pub fn write_tone_corpus(
         lines.push_str(&format!("{file}\t{}\n", words.join(" ")));
     }
     let path = dir.join(format!("{name}.tsv"));
+    std::fs::write(&path, lines).map_err(|e| DataError::io(&path, e))?;
+    Ok(path)
+}
+
+/// [`write_tone_corpus`] for N vs 1 classification: the manifest labels each utterance with its
+/// first word only.
+pub fn write_first_tone_labels(
+    dir: &Path,
+    name: &str,
+    n: usize,
+    seed: u64,
+) -> Result<std::path::PathBuf> {
+    let path = write_tone_corpus(dir, name, n, seed)?;
+    let text = std::fs::read_to_string(&path).map_err(|e| DataError::io(&path, e))?;
+    let mut lines = String::new();
+    for line in text.lines() {
+        let (file, words) = line.split_once('\t').expect("written with a tab");
+        let first = words.split(' ').next().expect("at least one word");
+        lines.push_str(&format!("{file}\t{first}\n"));
+    }
     std::fs::write(&path, lines).map_err(|e| DataError::io(&path, e))?;
     Ok(path)
 }
