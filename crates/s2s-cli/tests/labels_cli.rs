@@ -507,18 +507,7 @@ fn spoken_words_prepare_as_classification_of_audio() {
     }
 
     // A classifier of text on audio, and one of audio on text.
-    let mut c = s2s();
-    c.args([
-        "train",
-        "--data",
-        p(&data),
-        "--arch",
-        "bilstm-classifier-tiny",
-    ])
-    .args(["--out", p(&d.path().join("m1"))]);
-    let o = run(c);
-    assert!(!o.status.success());
-    let e = stderr(&o);
+    let e = train_error(&data, "bilstm-classifier-tiny", &d.path().join("m1"));
     assert!(
         e.contains("classification data of audio, but the model reads text")
             && e.contains("speech-classifier"),
@@ -535,20 +524,18 @@ fn spoken_words_prepare_as_classification_of_audio() {
         p(&text_data),
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
-    let mut c = s2s();
-    c.args([
-        "train",
-        "--data",
-        p(&text_data),
-        "--arch",
-        "speech-classifier-tiny",
-    ])
-    .args(["--out", p(&d.path().join("m2"))]);
-    let o = run(c);
-    assert!(!o.status.success());
-    let e = stderr(&o);
+    let e = train_error(&text_data, "speech-classifier-tiny", &d.path().join("m2"));
     assert!(
         e.contains("data of text, but the model reads audio") && !e.contains("speech-classifier"),
         "{e}"
     );
+}
+
+/// `s2s train` of `arch` on `data`, which must fail: its stderr.
+fn train_error(data: &Path, arch: &str, out: &Path) -> String {
+    let mut c = s2s();
+    c.args(["train", "--data", p(data), "--arch", arch, "--out", p(out)]);
+    let o = run(c);
+    assert!(!o.status.success(), "{arch} trained");
+    stderr(&o)
 }

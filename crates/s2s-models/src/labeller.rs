@@ -193,6 +193,16 @@ impl LabellerConfig {
     }
 }
 
+/// The recurrent and convolutional encoders' embeddings: uniform in [-0.1, 0.1].
+fn uniform_embedding(vocab: usize, dim: usize, device: &Device) -> Embedding {
+    EmbeddingConfig::new(vocab, dim)
+        .with_initializer(Initializer::Uniform {
+            min: -0.1,
+            max: 0.1,
+        })
+        .init(device)
+}
+
 /// The encoder stack of a [`Labeller`].
 #[allow(clippy::large_enum_variant)]
 #[derive(Module, Debug)]
@@ -279,12 +289,7 @@ impl Labeller {
                 )
             }
             EncoderKind::Cnn => (
-                EmbeddingConfig::new(src_vocab, cfg.emb_dim)
-                    .with_initializer(Initializer::Uniform {
-                        min: -0.1,
-                        max: 0.1,
-                    })
-                    .init(device),
+                uniform_embedding(src_vocab, cfg.emb_dim, device),
                 None,
                 LabelEncoder::Cnn(CnnEncoder::new(
                     &cfg.widths,
@@ -300,12 +305,7 @@ impl Labeller {
                     CellKind::Gru
                 };
                 (
-                    EmbeddingConfig::new(src_vocab, cfg.emb_dim)
-                        .with_initializer(Initializer::Uniform {
-                            min: -0.1,
-                            max: 0.1,
-                        })
-                        .init(device),
+                    uniform_embedding(src_vocab, cfg.emb_dim, device),
                     None,
                     LabelEncoder::Rnn(RnnEncoder::new(
                         cell,
