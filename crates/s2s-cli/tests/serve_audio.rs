@@ -212,4 +212,26 @@ fn a_spoken_word_classifier_labels_uploads_as_the_translator_labels_the_files() 
         assert_eq!(hyp.tokens.len(), 1);
         assert!(hyp.attention.is_none());
     }
+    // An empty recording has nothing to label: no label, as the recogniser writes no word.
+    let blank = dir.path().join("blank.wav");
+    let audio = s2s_data::audio::Audio {
+        sample_rate: 8_000,
+        samples: Vec::new(),
+    };
+    s2s_data::audio::write_wav(&blank, &audio, s2s_data::audio::WavFormat::Pcm16).unwrap();
+    let r = transcribe(addr, "", &blank);
+    assert_eq!(r.status, 200, "{}", r.body);
+    let got: Vec<s2s_infer::Translation> =
+        serde_json::from_value(r.json()["translations"].clone()).unwrap();
+    assert_eq!(got[0].hyps.len(), 1);
+    assert_eq!(got[0].hyps[0].text, "");
+    assert!(got[0].hyps[0].tokens.is_empty());
+    let both = translator
+        .translate(&[blank.display().to_string(), paths[0].clone()], &search, 2)
+        .unwrap();
+    assert_eq!(both[0].hyps, got[0].hyps);
+    assert_eq!(
+        both[1].hyps, expected[0].hyps,
+        "a blank beside it changes nothing"
+    );
 }

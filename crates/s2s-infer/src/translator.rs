@@ -355,41 +355,18 @@ impl Translator {
         batch_size: usize,
     ) -> Result<Vec<Vec<Hypothesis>>, InferError> {
         let l = &self.loaded;
-        let (blank, to_search): (Vec<usize>, Vec<usize>) =
-            (0..sources.len()).partition(|&i| blank(&sources[i]));
-        if blank.is_empty() {
-            return Ok(s2s_models::decoder::translate_all(
-                &l.model,
-                &l.device,
-                l.run.tgt_vocab,
-                sources,
-                cfg,
-                batch_size,
-            )?);
-        }
         // The same checks as a search, so that a bad configuration fails whatever the input.
         cfg.validate(l.run.tgt_vocab)?;
-        let searched: Vec<S> = to_search.iter().map(|&i| sources[i].clone()).collect();
-        let found = if searched.is_empty() {
-            Vec::new()
-        } else {
-            s2s_models::decoder::translate_all(
+        skipping_blanks(sources, blank, |searched| {
+            Ok(s2s_models::decoder::translate_all(
                 &l.model,
                 &l.device,
                 l.run.tgt_vocab,
-                &searched,
+                searched,
                 cfg,
                 batch_size,
-            )?
-        };
-        let mut out = vec![Vec::new(); sources.len()];
-        for (i, hyps) in to_search.into_iter().zip(found) {
-            out[i] = hyps;
-        }
-        for i in blank {
-            out[i] = vec![empty_hypothesis()];
-        }
-        Ok(out)
+            )?)
+        })
     }
 
     /// A labeller's "search": its labels in one pass, as the one hypothesis of each source, the
@@ -489,24 +466,13 @@ impl Translator {
         batch_size: usize,
     ) -> Result<Vec<Vec<Hypothesis>>, InferError> {
         let blank = |f: &Frames| Source::len(f) == 0;
-        if let Some(labeller) = self.loaded.model.as_labeller() {
+        match self.loaded.model.as_labeller() {
             // A classifier of audio: nothing to label in audio too short for one position.
-            let (blank, heard): (Vec<usize>, Vec<usize>) =
-                (0..frames.len()).partition(|&i| blank(&frames[i]));
-            let heard_frames: Vec<Frames> = heard.iter().map(|&i| frames[i].clone()).collect();
-            let mut out = vec![Vec::new(); frames.len()];
-            for (i, hyps) in heard
-                .into_iter()
-                .zip(self.label(labeller, &heard_frames, batch_size))
-            {
-                out[i] = hyps;
-            }
-            for i in blank {
-                out[i] = vec![empty_hypothesis()];
-            }
-            return Ok(out);
+            Some(labeller) => skipping_blanks(frames, blank, |heard| {
+                Ok(self.label(labeller, heard, batch_size))
+            }),
+            None => self.search_skipping_blanks(frames, blank, cfg, batch_size),
         }
-        self.search_skipping_blanks(frames, blank, cfg, batch_size)
     }
 
     /// One utterance's hypotheses (see [`Translator::describe`]): its attention columns are
@@ -619,6 +585,34 @@ impl Translator {
             hyps,
         }
     }
+}
+
+/// `run` over the sources that are not `blank`, in order; a blank one's n-best is the one
+/// [`empty_hypothesis`].
+fn skipping_blanks<S: Clone>(
+    sources: &[S],
+    blank: impl Fn(&S) -> bool,
+    run: impl FnOnce(&[S]) -> Result<Vec<Vec<Hypothesis>>, InferError>,
+) -> Result<Vec<Vec<Hypothesis>>, InferError> {
+    let (blank, kept): (Vec<usize>, Vec<usize>) =
+        (0..sources.len()).partition(|&i| blank(&sources[i]));
+    if blank.is_empty() {
+        return run(sources);
+    }
+    let searched: Vec<S> = kept.iter().map(|&i| sources[i].clone()).collect();
+    let found = if searched.is_empty() {
+        Vec::new()
+    } else {
+        run(&searched)?
+    };
+    let mut out = vec![Vec::new(); sources.len()];
+    for (i, hyps) in kept.into_iter().zip(found) {
+        out[i] = hyps;
+    }
+    for i in blank {
+        out[i] = vec![empty_hypothesis()];
+    }
+    Ok(out)
 }
 
 /// The translation of a blank source (an empty or whitespace-only line): no tokens, score and
