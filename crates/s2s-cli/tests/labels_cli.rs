@@ -477,10 +477,14 @@ fn spoken_words_prepare_as_classification_of_audio() {
     let two_words = write(&raw, "two.tsv", "train/0000.wav\tlow mid\n");
     let text = write(d.path(), "text.txt", "pos a good film\n");
     let out = d.path().join("out");
-    let cases: [(Vec<&str>, &str); 4] = [
+    let cases: [(Vec<&str>, &str); 5] = [
         (
             [&audio[..], &["--src-tokenizer", "word"]].concat(),
             "the sources are audio, which has no tokenizer",
+        ),
+        (
+            [&audio[..], &["--unk-signatures"]].concat(),
+            "the classification source is audio; fix: drop --unk-signatures",
         ),
         (
             [&audio[..], &["--max-src-tokens", "5"]].concat(),

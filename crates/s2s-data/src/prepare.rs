@@ -793,11 +793,15 @@ pub fn prepare(cfg: &PrepareConfig, progress: &dyn Fn(&str)) -> Result<DataToml>
     // Tokenizer kinds.
     let (src_kind, tgt_kind) = tokenizer_kinds(cfg, src_cjk, tgt_cjk)?;
     let signatures = cfg.unk_signatures.unwrap_or(task == Task::Tagging);
-    if signatures && (src_kind != TokenizerKind::Split || label_side == Some(LabelSide::Source)) {
+    if signatures
+        && (audio || src_kind != TokenizerKind::Split || label_side == Some(LabelSide::Source))
+    {
         return Err(DataError::Config(format!(
             "--unk-signatures gives unknown source words the token of their shape, which needs \
              a split source of words, but the {task} source is {}; fix: drop --unk-signatures",
-            if label_side == Some(LabelSide::Source) {
+            if audio {
+                "audio".to_owned()
+            } else if label_side == Some(LabelSide::Source) {
                 "labels".to_owned()
             } else {
                 format!("{src_kind}")
