@@ -176,6 +176,24 @@ pub struct RunConfig {
 }
 
 impl RunConfig {
+    /// A new run of `model` on `data`: the data's task, and vocabularies of its sizes (a speech
+    /// source's width is its feature bins).
+    pub fn for_data(
+        arch: Option<String>,
+        model: ModelConfig,
+        train: TrainConfig,
+        data: &s2s_data::DataDir,
+    ) -> Self {
+        Self {
+            arch,
+            task: Some(data.meta.options.task),
+            src_vocab: data.source_width(),
+            tgt_vocab: data.tgt_tokenizer.vocab_size(),
+            model,
+            train,
+        }
+    }
+
     /// What the model was trained to do.
     pub fn task(&self) -> Task {
         self.task.unwrap_or_else(|| self.model.task())

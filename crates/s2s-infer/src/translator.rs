@@ -403,12 +403,13 @@ impl Translator {
     /// The model's view of the audio file at each path: its features, normalised as in
     /// training.
     pub fn audio_frames(&self, paths: &[String]) -> Result<Vec<Frames>, InferError> {
+        let features = self.feature_extractor()?;
         paths
             .iter()
             .map(|path| {
                 let wav = s2s_data::audio::read_wav(Path::new(path))
                     .map_err(|e| InferError::Request(e.to_string()))?;
-                self.frames_of(&wav)
+                features.frames(&wav)
             })
             .collect()
     }
@@ -426,17 +427,18 @@ impl Translator {
     /// Decoded audio as the model sees it: resampled to its rate, log-mel features normalised as
     /// in training.
     pub fn frames_of(&self, wav: &s2s_data::audio::Audio) -> Result<Frames, InferError> {
+        self.feature_extractor()?.frames(wav)
+    }
+
+    /// The model's feature extractor, built once for a batch of files.
+    fn feature_extractor(&self) -> Result<FeatureExtractor<'_>, InferError> {
         let audio =
             self.loaded.data.audio.as_ref().ok_or_else(|| {
                 InferError::Request("this model reads text, not audio".to_owned())
             })?;
         let fbank = s2s_data::audio::Fbank::new(&audio.fbank)
             .map_err(|e| InferError::Config(e.to_string()))?;
-        let wav = s2s_data::audio::resample(wav, audio.fbank.sample_rate)
-            .map_err(|e| InferError::Request(e.to_string()))?;
-        let mut f = fbank.features(&wav.samples);
-        audio.cmvn.apply(&mut f);
-        Ok(Frames(std::sync::Arc::new(f)))
+        Ok(FeatureExtractor { audio, fbank })
     }
 
     /// Transcribes the WAV files at `paths` (a speech model's [`Translator::translate`]).
@@ -584,6 +586,22 @@ impl Translator {
             src_tokens,
             hyps,
         }
+    }
+}
+
+/// A speech model's features: its filterbank and the training split's normalisation.
+struct FeatureExtractor<'a> {
+    audio: &'a s2s_data::datadir::AudioOptions,
+    fbank: s2s_data::audio::Fbank,
+}
+
+impl FeatureExtractor<'_> {
+    fn frames(&self, wav: &s2s_data::audio::Audio) -> Result<Frames, InferError> {
+        let wav = s2s_data::audio::resample(wav, self.audio.fbank.sample_rate)
+            .map_err(|e| InferError::Request(e.to_string()))?;
+        let mut f = self.fbank.features(&wav.samples);
+        self.audio.cmvn.apply(&mut f);
+        Ok(Frames(std::sync::Arc::new(f)))
     }
 }
 

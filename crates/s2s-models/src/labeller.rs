@@ -193,16 +193,6 @@ impl LabellerConfig {
     }
 }
 
-/// The recurrent and convolutional encoders' embeddings: uniform in [-0.1, 0.1].
-fn uniform_embedding(vocab: usize, dim: usize, device: &Device) -> Embedding {
-    EmbeddingConfig::new(vocab, dim)
-        .with_initializer(Initializer::Uniform {
-            min: -0.1,
-            max: 0.1,
-        })
-        .init(device)
-}
-
 /// The encoder stack of a [`Labeller`].
 #[allow(clippy::large_enum_variant)]
 #[derive(Module, Debug)]
@@ -273,12 +263,23 @@ impl Labeller {
             .speech
             .as_ref()
             .map(|s| ConvSubsampling::new(s, src_vocab, cfg.emb_dim, device));
-        let (emb, positions, encoder) = match cfg.encoder {
+        // Audio reads the front end's positions instead of embeddings.
+        let emb = speech.is_none().then(|| match cfg.encoder {
+            EncoderKind::Transformer => {
+                let std = (cfg.hidden as f64).powf(-0.5);
+                embedding(src_vocab, cfg.hidden, std, Some(s2s_data::PAD), device)
+            }
+            _ => EmbeddingConfig::new(src_vocab, cfg.emb_dim)
+                .with_initializer(Initializer::Uniform {
+                    min: -0.1,
+                    max: 0.1,
+                })
+                .init(device),
+        });
+        let (positions, encoder) = match cfg.encoder {
             EncoderKind::Transformer => {
                 let t = cfg.transformer();
-                let std = (cfg.hidden as f64).powf(-0.5);
                 (
-                    embedding(src_vocab, cfg.hidden, std, Some(s2s_data::PAD), device),
                     Some(PositionEncoding::new(
                         t.positions,
                         cfg.hidden,
@@ -289,7 +290,6 @@ impl Labeller {
                 )
             }
             EncoderKind::Cnn => (
-                uniform_embedding(src_vocab, cfg.emb_dim, device),
                 None,
                 LabelEncoder::Cnn(CnnEncoder::new(
                     &cfg.widths,
@@ -305,7 +305,6 @@ impl Labeller {
                     CellKind::Gru
                 };
                 (
-                    uniform_embedding(src_vocab, cfg.emb_dim, device),
                     None,
                     LabelEncoder::Rnn(RnnEncoder::new(
                         cell,
@@ -321,7 +320,7 @@ impl Labeller {
         };
         let attention = cfg.head == Head::Attention;
         Self {
-            emb: speech.is_none().then_some(emb),
+            emb,
             speech,
             positions,
             encoder,

@@ -123,6 +123,11 @@ struct Validation {
     wer: f64,
 }
 
+/// Validation utterances as the search and the labeller read them.
+fn searchable(frames: &[s2s_data::audio::Features]) -> Vec<Frames> {
+    frames.iter().map(|f| Frames(Arc::new(f.clone()))).collect()
+}
+
 /// Loss and the task's score on the validation split, with the model in inference mode: greedy
 /// BLEU for a translation model, label accuracy for a labeller.
 fn validate(
@@ -161,8 +166,7 @@ fn validate(
     if let Some(labeller) = model.as_labeller() {
         let labels = match &valid.frames {
             Some(frames) => {
-                let sources: Vec<Frames> =
-                    frames.iter().map(|f| Frames(Arc::new(f.clone()))).collect();
+                let sources = searchable(frames);
                 s2s_models::labeller::label_all(labeller, device, &sources, valid.specials, 64)
             }
             None => {
@@ -189,10 +193,7 @@ fn validate(
     let search = s2s_infer::defaults::search(Strategy::Greedy, valid.specials);
     let hyps = match &valid.frames {
         Some(frames) => {
-            let sources: Vec<Frames> = frames[..n]
-                .iter()
-                .map(|f| Frames(Arc::new(f.clone())))
-                .collect();
+            let sources = searchable(&frames[..n]);
             s2s_models::decoder::translate_all(model, device, run.tgt_vocab, &sources, &search, 64)?
         }
         None => s2s_models::decoder::translate_all(

@@ -214,14 +214,7 @@ pub fn run_holding(args: TrainArgs, held: Option<model_dir::ModelDirLock>) -> Re
                 task_presets(data_task, audio)
             );
         }
-        let mut run = RunConfig {
-            arch,
-            task: Some(data_task),
-            src_vocab: data.source_width(),
-            tgt_vocab: data.tgt_tokenizer.vocab_size(),
-            model,
-            train,
-        };
+        let mut run = RunConfig::for_data(arch, model, train, &data);
         apply_limits(&mut run, &args);
         run.model
             .check_vocab(run.src_vocab, run.tgt_vocab)

@@ -157,14 +157,7 @@ pub fn train_audio_model(
     );
     let (arch, model, train) =
         s2s_infer::config::resolve(None, Some(("test", &text)), Some(task)).unwrap();
-    let run = RunConfig {
-        arch,
-        task: Some(task),
-        src_vocab: data.source_width(),
-        tgt_vocab: data.tgt_tokenizer.vocab_size(),
-        model,
-        train,
-    };
+    let run = RunConfig::for_data(arch, model, train, &data);
     let model_dir = train_into(&root.join("model"), &run, &data);
     let CorpusSource::Manifest { path } = tests else {
         unreachable!()

@@ -28,6 +28,28 @@ pub fn write_tone_corpus(
     n: usize,
     seed: u64,
 ) -> Result<std::path::PathBuf> {
+    write_tones(dir, name, n, seed, |words| words.join(" "))
+}
+
+/// [`write_tone_corpus`] for N vs 1 classification: the manifest labels each utterance with its
+/// first word only.
+pub fn write_first_tone_labels(
+    dir: &Path,
+    name: &str,
+    n: usize,
+    seed: u64,
+) -> Result<std::path::PathBuf> {
+    write_tones(dir, name, n, seed, |words| words[0].to_owned())
+}
+
+/// The utterances of [`write_tone_corpus`], each written to the manifest with `label(words)`.
+fn write_tones(
+    dir: &Path,
+    name: &str,
+    n: usize,
+    seed: u64,
+    label: impl Fn(&[&str]) -> String,
+) -> Result<std::path::PathBuf> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let folder = dir.join(name);
     std::fs::create_dir_all(&folder).map_err(|e| DataError::io(&folder, e))?;
@@ -55,29 +77,9 @@ pub fn write_tone_corpus(
             samples,
         };
         write_wav(&dir.join(&file), &audio, WavFormat::Pcm16)?;
-        lines.push_str(&format!("{file}\t{}\n", words.join(" ")));
+        lines.push_str(&format!("{file}\t{}\n", label(&words)));
     }
     let path = dir.join(format!("{name}.tsv"));
-    std::fs::write(&path, lines).map_err(|e| DataError::io(&path, e))?;
-    Ok(path)
-}
-
-/// [`write_tone_corpus`] for N vs 1 classification: the manifest labels each utterance with its
-/// first word only.
-pub fn write_first_tone_labels(
-    dir: &Path,
-    name: &str,
-    n: usize,
-    seed: u64,
-) -> Result<std::path::PathBuf> {
-    let path = write_tone_corpus(dir, name, n, seed)?;
-    let text = std::fs::read_to_string(&path).map_err(|e| DataError::io(&path, e))?;
-    let mut lines = String::new();
-    for line in text.lines() {
-        let (file, words) = line.split_once('\t').expect("written with a tab");
-        let first = words.split(' ').next().expect("at least one word");
-        lines.push_str(&format!("{file}\t{first}\n"));
-    }
     std::fs::write(&path, lines).map_err(|e| DataError::io(&path, e))?;
     Ok(path)
 }

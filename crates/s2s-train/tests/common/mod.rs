@@ -68,14 +68,7 @@ pub fn run_config(arch: &str, data: &DataDir, train_toml: &str) -> RunConfig {
 pub fn run_config_toml(data: &DataDir, text: &str) -> RunConfig {
     let task = data.meta.options.task;
     let (arch, model, train) = resolve(None, Some(("test", text)), Some(task)).unwrap();
-    RunConfig {
-        arch,
-        task: Some(task),
-        src_vocab: data.source_width(),
-        tgt_vocab: data.tgt_tokenizer.vocab_size(),
-        model,
-        train,
-    }
+    RunConfig::for_data(arch, model, train, data)
 }
 
 /// burn's random generator is process-wide: trainings in one test binary run one at a time, so
