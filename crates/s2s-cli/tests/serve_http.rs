@@ -404,6 +404,61 @@ fn concurrent_requests_are_batched_and_match_serial_decoding() {
     }
 }
 
+/// A tagger that reads spellings, served: requests batched together get the tags, tokens and
+/// scores the translator gives each text (the path of `s2s translate`), unseen words included.
+#[test]
+fn a_served_character_aware_tagger_labels_as_the_translator() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = train_tagger_model(dir.path(), 60);
+    let mut cfg = s2s_serve::ServeConfig::new(&model);
+    cfg.addr = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
+    cfg.engine.max_wait = Duration::from_millis(50);
+    cfg.engine.max_batch = 16;
+    let server = start(cfg);
+    let addr = server.addr();
+    let texts: Vec<String> = vowel_pairs(24, 7).into_iter().map(|p| p.0).collect();
+    let barrier = Arc::new(Barrier::new(texts.len()));
+    let threads: Vec<_> = texts
+        .iter()
+        .map(|t| {
+            let body = json!({ "text": t });
+            let b = barrier.clone();
+            std::thread::spawn(move || {
+                b.wait();
+                translate(addr, &body)
+            })
+        })
+        .collect();
+    let resps: Vec<Resp> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+    let stats = get(addr, "/health").json()["stats"].clone();
+    assert!(stats["max_group_requests"].as_u64().unwrap() > 1, "{stats}");
+    server.shutdown().unwrap();
+
+    let translator = s2s_infer::Translator::load(&model, &burn::tensor::Device::flex()).unwrap();
+    assert!(translator.reads_characters());
+    let search = translator.search_defaults(s2s_search::Strategy::Greedy);
+    let want = translator.translate(&texts, &search, 64).unwrap();
+    for ((text, r), want) in texts.iter().zip(&resps).zip(&want) {
+        assert_eq!(r.status, 200, "{}", r.body);
+        let got = &r.json()["translations"][0];
+        assert_eq!(got["src"], text.as_str());
+        assert_eq!(got["src_tokens"], json!(want.src_tokens), "{text}");
+        let (h, w) = (&got["hyps"][0], &want.hyps[0]);
+        assert_eq!(h["text"], w.text.as_str(), "{text}");
+        assert_eq!(
+            w.tokens.len(),
+            text.split(' ').count(),
+            "{text}: one tag per word"
+        );
+        let score = h["score"].as_f64().unwrap() as f32;
+        assert!(
+            (score - w.score).abs() < 1e-4,
+            "{text}: {score} vs {}",
+            w.score
+        );
+    }
+}
+
 /// Shutdown lets an in-flight request finish, then stops accepting connections.
 #[test]
 fn graceful_shutdown_finishes_in_flight_requests() {

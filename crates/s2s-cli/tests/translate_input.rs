@@ -192,13 +192,14 @@ fn control_names_are_text_and_blank_lines_translate_to_blank_lines() {
     let sources = translator.encode_all(&texts);
     for (text, src) in texts.iter().zip(&sources) {
         assert!(
-            !src.iter()
+            !src.ids
+                .iter()
                 .any(|&i| i == specials.pad || i == specials.bos || i == specials.eos),
             "{text:?}: {src:?}"
         );
     }
-    assert!(sources[1].is_empty() && sources[2].is_empty());
-    assert!(translator.is_blank(&sources[1]) && !translator.is_blank(&sources[0]));
+    assert!(sources[1].ids.is_empty() && sources[2].ids.is_empty());
+    assert!(translator.is_blank(&sources[1].ids) && !translator.is_blank(&sources[0].ids));
     let mut cfg = translator.search_defaults(s2s_search::Strategy::Beam { k: 3 });
     cfg.nbest = 2;
     cfg.min_len = 2;
@@ -208,7 +209,7 @@ fn control_names_are_text_and_blank_lines_translate_to_blank_lines() {
     assert_eq!(hyps.len(), texts.len());
     for i in [1, 2] {
         assert_eq!(hyps[i], vec![s2s_infer::translator::empty_hypothesis()]);
-        let t = translator.describe(&texts[i], &sources[i], &hyps[i]);
+        let t = translator.describe(&texts[i], &sources[i].ids, &hyps[i]);
         assert_eq!(t.src, texts[i]);
         assert!(t.src_tokens.is_empty());
         assert_eq!(t.hyps.len(), 1);
@@ -223,7 +224,9 @@ fn control_names_are_text_and_blank_lines_translate_to_blank_lines() {
     assert!(hyps[0].len() == 2 && hyps[0][0].attention.is_some());
     assert!(hyps[0].iter().all(|h| h.tokens.len() >= 2));
     // Only blank sources: no search, still one empty hypothesis each.
-    let blank = translator.search(&[vec![], vec![]], &cfg, 2).unwrap();
+    let blank = translator
+        .search(&[Vec::new().into(), Vec::new().into()], &cfg, 2)
+        .unwrap();
     assert_eq!(blank.len(), 2);
     assert!(blank.iter().all(|h| h.len() == 1 && h[0].tokens.is_empty()));
 }

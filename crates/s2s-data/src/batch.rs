@@ -30,6 +30,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::Specials;
 use crate::audio::{Features, SpecAugment};
+use crate::chars::BatchChars;
 
 /// Limits of a batch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -236,6 +237,8 @@ pub struct Batch {
     /// A speech batch's frames, which the model reads instead of `src` (then empty rows of
     /// `<eos>`).
     pub frames: Option<BatchFrames>,
+    /// The spellings of the source tokens, for a model that reads characters.
+    pub chars: Option<BatchChars>,
 }
 
 impl Batch {
@@ -282,6 +285,7 @@ impl Batch {
             tgt_mask,
             specials,
             frames: None,
+            chars: None,
         }
     }
 
@@ -308,7 +312,27 @@ impl Batch {
             tgt_lens: self.tgt_lens[range.clone()].to_vec(),
             tgt_mask: self.tgt_mask[range.start * t..range.end * t].to_vec(),
             specials: self.specials,
-            frames: self.frames.as_ref().map(|f| f.rows(range)),
+            frames: self.frames.as_ref().map(|f| f.rows(range.clone())),
+            chars: self.chars.as_ref().map(|c| c.rows(range)),
+        }
+    }
+
+    /// Word dropout: each source token but `<eos>` becomes `<unk>` with probability `p`, drawn
+    /// from `seed` alone (so that resuming draws the same). Spellings stay: a model that reads
+    /// them learns to label a word from its letters, as it must for one the vocabulary lacks.
+    pub fn drop_source_words(&mut self, p: f64, seed: u64) {
+        if p <= 0.0 {
+            return;
+        }
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let unk = self.specials.unk;
+        for (row, &len) in self.src.chunks_mut(self.src_len).zip(&self.src_lens) {
+            for id in &mut row[..len.saturating_sub(1)] {
+                // A uniform draw in [0, 1) from the top 53 bits.
+                if (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64 <= p {
+                    *id = unk;
+                }
+            }
         }
     }
 
@@ -327,7 +351,7 @@ impl Batch {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{BOS, EOS, PAD};
+    use crate::{BOS, EOS, PAD, UNK};
     const S2S: Specials = Specials::S2S;
 
     #[test]
@@ -380,6 +404,35 @@ mod tests {
         assert_eq!(b.num_tgt_tokens(), 6);
         assert_eq!(b.cost(), 8);
         assert_eq!(b.cost(), batch_cost(&[(3, 1), (1, 3)], &[0, 1]));
+    }
+
+    #[test]
+    fn word_dropout_replaces_tokens_but_eos_and_padding() {
+        let pairs: Vec<(Vec<u32>, Vec<u32>)> = (0..50)
+            .map(|i| (vec![10 + i; 1 + i as usize % 7], vec![5]))
+            .collect();
+        let whole = Batch::from_pairs(&pairs, S2S);
+        let mut dropped = whole.clone();
+        dropped.drop_source_words(0.3, 7);
+        let mut again = whole.clone();
+        again.drop_source_words(0.3, 7);
+        assert_eq!(dropped, again, "a function of the seed");
+        let mut n = 0;
+        for (i, (&a, &b)) in whole.src.iter().zip(&dropped.src).enumerate() {
+            let (r, t) = (i / whole.src_len, i % whole.src_len);
+            if t + 1 < whole.src_lens[r] {
+                assert!(b == a || b == UNK);
+                n += usize::from(b == UNK);
+            } else {
+                assert_eq!(a, b, "<eos> and padding stay");
+            }
+        }
+        let tokens: usize = whole.src_lens.iter().map(|l| l - 1).sum();
+        let share = n as f64 / tokens as f64;
+        assert!((0.2..0.4).contains(&share), "{n} of {tokens} dropped");
+        let mut none = whole.clone();
+        none.drop_source_words(0.0, 7);
+        assert_eq!(none, whole);
     }
 
     #[test]

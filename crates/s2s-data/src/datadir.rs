@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 use crate::Specials;
 use crate::audio::{FbankConfig, Features, GlobalCmvn};
 use crate::batch::{Batch, BatchFrames};
+use crate::chars::BatchChars;
 use crate::clean::{CleanConfig, clean_line};
 use crate::error::{DataError, Result};
 use crate::io::read_text_file;
@@ -158,6 +159,19 @@ impl DataOptions {
         }
         (ids, words)
     }
+
+    /// [`DataOptions::encode_source`] for a model that reads characters: the ids (without
+    /// copying) and each one's spelling ([`TextTokenizer::encode_spelled`]), cut alike.
+    pub fn encode_source_spelled(
+        &self,
+        tokenizer: &TextTokenizer,
+        text: &str,
+    ) -> (Vec<u32>, Vec<String>) {
+        let (mut ids, mut spellings) = tokenizer.encode_spelled(text);
+        self.truncate_source(&mut ids);
+        spellings.truncate(ids.len());
+        (ids, spellings)
+    }
 }
 
 /// Both tokenizers.
@@ -297,6 +311,9 @@ pub struct EncodedSplit {
     pub src_words: Vec<crate::SourceWords>,
     /// Speech: each source's normalised feature frames (its `src` row is then empty).
     pub frames: Option<Arc<[Features]>>,
+    /// For a model that reads characters ([`DataDir::encode_spelled`]), each source token's
+    /// spelling; empty otherwise.
+    pub src_spellings: Vec<Vec<String>>,
 }
 
 impl EncodedSplit {
@@ -341,6 +358,13 @@ impl EncodedSplit {
         if let Some(frames) = &self.frames {
             let rows: Vec<&Features> = indices.iter().map(|&i| &frames[i]).collect();
             batch.frames = Some(BatchFrames::new(&rows));
+        }
+        if !self.src_spellings.is_empty() {
+            let rows: Vec<&[String]> = indices
+                .iter()
+                .map(|&i| self.src_spellings[i].as_slice())
+                .collect();
+            batch.chars = Some(BatchChars::new(&rows, batch.src_len));
         }
         batch
     }
@@ -400,6 +424,33 @@ impl DataDir {
             specials: self.specials(),
             src_words: Vec::new(),
             frames: text.frames.clone(),
+            src_spellings: Vec::new(),
+        }
+    }
+
+    /// Encodes a split for a model that reads characters: [`DataDir::encode`], with each
+    /// source token's spelling ([`DataOptions::encode_source_spelled`]).
+    pub fn encode_spelled(&self, text: &ParallelText) -> EncodedSplit {
+        let (src, spellings) = text
+            .src
+            .iter()
+            .map(|s| {
+                self.meta
+                    .options
+                    .encode_source_spelled(&self.src_tokenizer, s)
+            })
+            .unzip();
+        EncodedSplit {
+            src,
+            tgt: text
+                .tgt
+                .iter()
+                .map(|s| self.tgt_tokenizer.encode(s))
+                .collect(),
+            specials: self.specials(),
+            src_words: Vec::new(),
+            frames: None,
+            src_spellings: spellings,
         }
     }
 
@@ -420,6 +471,7 @@ impl DataDir {
             specials: self.specials(),
             src_words: Vec::with_capacity(text.src.len()),
             frames: None,
+            src_spellings: Vec::new(),
         };
         for (s, t) in text.src.iter().zip(&text.tgt) {
             let (ids, words) = self

@@ -20,6 +20,7 @@
 
 pub mod audio;
 pub mod batch;
+pub mod chars;
 pub mod clean;
 pub mod copy;
 pub mod datadir;

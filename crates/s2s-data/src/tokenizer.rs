@@ -744,6 +744,35 @@ impl TextTokenizer {
             .unwrap_or_else(|_| vec![self.specials.unk])
     }
 
+    /// [`TextTokenizer::encode`], and each id's spelling: the text it was cut from, trimmed, so
+    /// that an unknown word keeps its letters ([`crate::chars`]). Where the text has no span for
+    /// an id (a Marian language tag), its spelling is its piece.
+    pub fn encode_spelled(&self, text: &str) -> (Vec<u32>, Vec<String>) {
+        if !self.is_marian()
+            && let Ok((ids, spans)) = self.segment_spans(text)
+        {
+            let spellings = ids
+                .iter()
+                .zip(&spans)
+                .map(|(&id, &(start, end))| {
+                    text.get(start..end)
+                        .map(str::trim)
+                        .filter(|t| !t.is_empty())
+                        .map(str::to_owned)
+                        .or_else(|| self.piece(id))
+                        .unwrap_or_default()
+                })
+                .collect();
+            return (ids, spellings);
+        }
+        let ids = self.encode(text);
+        let spellings = ids
+            .iter()
+            .map(|&id| self.piece(id).unwrap_or_default())
+            .collect();
+        (ids, spellings)
+    }
+
     /// The raw piece of `id` (a foreign entry without its prefix), or `None` when out of range.
     pub fn piece(&self, id: u32) -> Option<String> {
         self.inner

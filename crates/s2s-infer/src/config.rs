@@ -85,6 +85,10 @@ pub struct TrainConfig {
     /// Per-parameter gradient-norm clipping (burn clips each tensor); 0 = off.
     pub clip_norm: f32,
     pub label_smoothing: f64,
+    /// Word dropout: the probability that a training source token becomes `<unk>`
+    /// (`s2s_data::Batch::drop_source_words`); 0 = off.
+    #[serde(skip_serializing_if = "is_off")]
+    pub word_dropout: f64,
     /// Probability of feeding the gold previous token (1.0 = full teacher forcing).
     pub teacher_forcing: f64,
     pub tf_schedule: TeacherForcingSchedule,
@@ -137,6 +141,7 @@ impl Default for TrainConfig {
             decay_fraction: 1.0,
             clip_norm: 1.0,
             label_smoothing: 0.1,
+            word_dropout: 0.0,
             teacher_forcing: 1.0,
             tf_schedule: TeacherForcingSchedule::Constant,
             tf_decay_steps: 10_000,
@@ -200,6 +205,10 @@ impl RunConfig {
     }
 }
 
+fn is_off(p: &f64) -> bool {
+    *p == 0.0
+}
+
 impl TrainConfig {
     /// Checks the options whose bad values would otherwise fail deep inside training (an
     /// empty batch, a NaN learning rate, an unknown BLEU tokenizer).
@@ -228,6 +237,12 @@ impl TrainConfig {
             return Err(format!(
                 "[train] clip_norm = {} must be 0 (off) or more",
                 self.clip_norm
+            ));
+        }
+        if !(0.0..1.0).contains(&self.word_dropout) {
+            return Err(format!(
+                "[train] word_dropout = {} must be in [0, 1)",
+                self.word_dropout
             ));
         }
         if !(0.0..1.0).contains(&self.label_smoothing) {

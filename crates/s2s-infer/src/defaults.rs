@@ -2,7 +2,7 @@
 //! validation BLEU), so that the CLI, the API and validation decode alike unless asked otherwise.
 
 use s2s_data::Specials;
-use s2s_search::{LenRatio, LengthPenalty, SearchConfig, SpecialTokens, Strategy};
+use s2s_search::{LenRatio, LengthPenalty, SearchConfig, Strategy};
 
 /// Beam width.
 pub const BEAM: usize = 5;
@@ -18,15 +18,7 @@ pub const MAX_LEN_OFFSET: usize = 10;
 /// Sentences decoded together by `s2s translate`.
 pub const BATCH_SIZE: usize = 64;
 
-/// A vocabulary's special ids as search takes them.
-pub fn special_tokens(s: Specials) -> SpecialTokens {
-    SpecialTokens {
-        pad: s.pad,
-        unk: s.unk,
-        bos: s.bos,
-        eos: s.eos,
-    }
-}
+pub use s2s_models::decoder::special_tokens;
 
 /// The length limit relative to the source.
 pub fn len_ratio(ratio: f32) -> LenRatio {

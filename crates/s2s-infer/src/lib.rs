@@ -27,6 +27,7 @@ pub mod translator;
 pub use config::{RunConfig, TrainConfig};
 pub use model_dir::{LoadedModel, ModelDirLock};
 pub use s2s_data::Specials;
+pub use s2s_models::decoder::TextSource;
 pub use translator::{Attention, Hyp, Translation, Translator};
 
 use std::path::Path;

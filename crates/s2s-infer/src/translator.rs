@@ -15,6 +15,7 @@
 use crate::InferError;
 use crate::model_dir::{self, LoadedModel};
 use burn::tensor::Device;
+use s2s_models::decoder::{ModelSource, TextSource};
 use s2s_models::speech::Frames;
 use s2s_search::{Hypothesis, SearchConfig, Source};
 use serde::{Deserialize, Serialize};
@@ -205,9 +206,34 @@ impl Translator {
         self.encode_source(text).1
     }
 
-    /// [`Translator::encode`] of every text.
-    pub fn encode_all(&self, texts: &[String]) -> Vec<Vec<u32>> {
-        texts.iter().map(|t| self.encode(t)).collect()
+    /// Every text as the model reads it: [`Translator::encode`]'s ids, with each token's
+    /// spelling where the model reads characters ([`Translator::reads_characters`]).
+    pub fn encode_all(&self, texts: &[String]) -> Vec<TextSource> {
+        texts.iter().map(|t| self.text_source(t)).collect()
+    }
+
+    /// One text as the model reads it (see [`Translator::encode_all`]).
+    fn text_source(&self, text: &str) -> TextSource {
+        if !self.reads_characters() {
+            return self.encode(text).into();
+        }
+        let l = &self.loaded;
+        let options = &l.data.options;
+        let clean = s2s_data::clean_line(text, &options.clean, options.src_is_chinese);
+        let (ids, spellings) = options.encode_source_spelled(&l.src_tokenizer, &clean);
+        TextSource {
+            ids,
+            spellings: Some(spellings.into()),
+        }
+    }
+
+    /// Whether the model reads each source token's spelling as well as its id (a labeller with
+    /// `[model.chars]`).
+    pub fn reads_characters(&self) -> bool {
+        self.loaded
+            .model
+            .as_labeller()
+            .is_some_and(|m| m.reads_characters())
     }
 
     /// The ids of a known output (a reference) as the target side was prepared: cleaned as the
@@ -245,49 +271,47 @@ impl Translator {
         let l = &self.loaded;
         if self.reads_audio() {
             let frames = self.audio_frames(sources)?;
-            let pairs: Vec<(Vec<u32>, Vec<u32>)> = refs
-                .iter()
-                .map(|r| (Vec::new(), self.encode_target(r, &[])))
-                .collect();
-            self.check_label_shapes(&pairs)?;
+            let targets: Vec<Vec<u32>> = refs.iter().map(|r| self.encode_target(r, &[])).collect();
+            self.check_label_shapes(&frames, &targets)?;
             return Ok(s2s_models::scoring::score_all(
                 &l.model,
                 &l.device,
-                &pairs,
-                Some(&frames),
+                &frames,
+                &targets,
                 self.specials(),
                 batch_size,
             ));
         }
-        let pairs: Vec<(Vec<u32>, Vec<u32>)> = sources
+        let encoded = self.encode_all(sources);
+        let targets: Vec<Vec<u32>> = sources
             .iter()
             .zip(refs)
-            .map(|(s, r)| {
-                let (src, words) = self.encode_source(s);
-                let target = self.encode_target(r, &words);
-                (src, target)
-            })
+            .map(|(s, r)| self.encode_target(r, &self.source_words(s)))
             .collect();
-        self.check_label_shapes(&pairs)?;
+        self.check_label_shapes(&encoded, &targets)?;
         Ok(s2s_models::scoring::score_all(
             &l.model,
             &l.device,
-            &pairs,
-            None,
+            &encoded,
+            &targets,
             self.specials(),
             batch_size,
         ))
     }
 
     /// A labeller's references must have its shape: a tag per source token, or one label.
-    fn check_label_shapes(&self, pairs: &[(Vec<u32>, Vec<u32>)]) -> Result<(), InferError> {
+    fn check_label_shapes<S: ModelSource>(
+        &self,
+        sources: &[S],
+        targets: &[Vec<u32>],
+    ) -> Result<(), InferError> {
         let Some(labeller) = self.loaded.model.as_labeller() else {
             return Ok(());
         };
         let per_token = labeller.cfg.head.per_token();
-        for (i, (src, labels)) in pairs.iter().enumerate() {
+        for (i, (src, labels)) in sources.iter().zip(targets).enumerate() {
             let (want, what) = if per_token {
-                (src.len(), "one tag per source token")
+                (src.token_ids().len(), "one tag per source token")
             } else {
                 (1, "one label")
             };
@@ -322,12 +346,19 @@ impl Translator {
     /// model: its n-best is the one [`empty_hypothesis`].
     pub fn search(
         &self,
-        sources: &[Vec<u32>],
+        sources: &[TextSource],
         cfg: &SearchConfig,
         batch_size: usize,
     ) -> Result<Vec<Vec<Hypothesis>>, InferError> {
         let l = &self.loaded;
         if let Some(labeller) = l.model.as_labeller() {
+            if labeller.reads_characters() && sources.iter().any(|s| s.spellings.is_none()) {
+                return Err(InferError::Request(
+                    "this model reads each token's spelling, which ids alone do not give; fix: \
+                     encode texts with Translator::encode_all"
+                        .into(),
+                ));
+            }
             return Ok(self.label(labeller, sources, batch_size));
         }
         // A generation model's source is its condition, not a text whose length the output
@@ -342,12 +373,12 @@ impl Translator {
         } else {
             cfg
         };
-        self.search_skipping_blanks(sources, |s| self.is_blank(s), cfg, batch_size)
+        self.search_skipping_blanks(sources, |s| self.is_blank(&s.ids), cfg, batch_size)
     }
 
     /// Searches the sources that are not `blank`; a blank one's n-best is the one
     /// [`empty_hypothesis`] (nothing to translate: an empty line, or audio with no frame).
-    fn search_skipping_blanks<S: s2s_models::decoder::ModelSource>(
+    fn search_skipping_blanks<S: ModelSource>(
         &self,
         sources: &[S],
         blank: impl Fn(&S) -> bool,
@@ -372,7 +403,7 @@ impl Translator {
     /// A labeller's "search": its labels in one pass, as the one hypothesis of each source, the
     /// labels as its tokens (so that its text is the tags, or the label). Its score is the mean
     /// log-probability of its labels and its log-probability their sum; there is no attention.
-    fn label<S: s2s_models::decoder::ModelSource>(
+    fn label<S: ModelSource>(
         &self,
         labeller: &s2s_models::labeller::Labeller,
         sources: &[S],
@@ -511,7 +542,7 @@ impl Translator {
             .iter()
             .zip(&sources)
             .zip(&results)
-            .map(|((text, src), hyps)| self.describe(text, src, hyps))
+            .map(|((text, src), hyps)| self.describe(text, &src.ids, hyps))
             .collect())
     }
 

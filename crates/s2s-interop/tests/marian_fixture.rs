@@ -170,7 +170,7 @@ fn check_generation(set: &Value, cfg: &SearchConfig, check_score: bool) {
         let mut source = ids(&case["source_ids"]);
         assert_eq!(source.pop(), Some(eos));
         assert_eq!(t.encode(text), source, "{text:?}");
-        let hyps = t.search(&[source], cfg, 1).unwrap();
+        let hyps = t.search(&[source.into()], cfg, 1).unwrap();
         let mut got = hyps[0][0].tokens.clone();
         got.push(eos);
         assert_eq!(got, ids(&case["output_ids"]), "{text:?}");

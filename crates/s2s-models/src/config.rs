@@ -2,7 +2,7 @@
 
 use crate::attention::Score;
 use crate::convs2s::ConvS2SConfig;
-use crate::labeller::{EncoderKind, Head, LabellerConfig};
+use crate::labeller::{CharConfig, EncoderKind, Head, LabellerConfig};
 use crate::rnn::model::Bridge;
 use crate::rnn::{CellKind, ContextMode, RnnAttention, RnnConfig};
 use crate::transformer::{Activation, Positions, TransformerConfig};
@@ -49,6 +49,12 @@ impl ModelConfig {
             ModelConfig::Labeller(c) => c.speech.is_some(),
             ModelConfig::Rnn(_) | ModelConfig::ConvS2S(_) => false,
         }
+    }
+
+    /// Whether the model reads each source token's spelling as well as its id
+    /// (`[model.chars]`).
+    pub fn reads_characters(&self) -> bool {
+        matches!(self, ModelConfig::Labeller(c) if c.char_model().is_some())
     }
 
     /// Whether a model of this config does `task`: an encoder-decoder both translates and
@@ -142,11 +148,12 @@ fn labeller(
         max_positions: 1024,
         widths: vec![3, 4, 5],
         speech: None,
+        chars: None,
     }
 }
 
-/// The labelling presets: a BiLSTM tagger (Plank et al. 2016's shape, without their character
-/// model), a BiLSTM classifier with max pooling (Conneau et al. 2017's encoder) and a small
+/// The labelling presets: a BiLSTM tagger (Plank et al. 2016's shape, with Ma and Hovy 2016's
+/// character CNN in place of their character BiLSTM), a BiLSTM classifier with max pooling (Conneau et al. 2017's encoder) and a small
 /// Transformer classifier with attention pooling.
 fn labelling(name: &str) -> Option<ModelConfig> {
     let (base, tiny) = match name.strip_suffix("-tiny") {
@@ -154,7 +161,14 @@ fn labelling(name: &str) -> Option<ModelConfig> {
         None => (name, false),
     };
     let cfg = match base {
-        "bilstm-tagger" => labeller(EncoderKind::Lstm, Head::Tokens, 128, 256, 2),
+        "bilstm-tagger" => LabellerConfig {
+            chars: Some(CharConfig {
+                dim: 32,
+                maps: 64,
+                width: 3,
+            }),
+            ..labeller(EncoderKind::Lstm, Head::Tokens, 128, 256, 2)
+        },
         "bilstm-classifier" => LabellerConfig {
             dropout: 0.5,
             ..labeller(EncoderKind::Lstm, Head::Max, 256, 256, 1)
@@ -191,6 +205,11 @@ fn labelling(name: &str) -> Option<ModelConfig> {
             speech: cfg
                 .speech
                 .map(|s| crate::speech::SpeechConfig { channels: 8, ..s }),
+            chars: cfg.chars.map(|c| CharConfig {
+                dim: 8,
+                maps: 16,
+                ..c
+            }),
             ..cfg
         }
     } else {

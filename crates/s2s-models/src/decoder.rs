@@ -47,6 +47,62 @@ impl ModelSource for Frames {
     }
 }
 
+/// A text as a model reads it: its token ids (without the `<eos>` the batch adds) and, for a
+/// model that reads characters, each token's spelling ([`s2s_data::chars`]). The spellings are
+/// shared, not copied, between the batches of a search.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TextSource {
+    pub ids: Vec<u32>,
+    /// One per id, or none.
+    pub spellings: Option<std::sync::Arc<[String]>>,
+}
+
+impl From<Vec<u32>> for TextSource {
+    fn from(ids: Vec<u32>) -> Self {
+        TextSource {
+            ids,
+            spellings: None,
+        }
+    }
+}
+
+impl Source for TextSource {
+    fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    fn fingerprint(&self, key: u64) -> u64 {
+        Source::fingerprint(&self.ids, key)
+    }
+}
+
+impl ModelSource for TextSource {
+    /// With the spellings when every source has them.
+    fn pad_batch(sources: &[Self], special: &SpecialTokens, device: &Device) -> PaddedSource {
+        let ids: Vec<Vec<u32>> = sources.iter().map(|s| s.ids.clone()).collect();
+        let src = Vec::<u32>::pad_batch(&ids, special, device);
+        let spelled: Option<Vec<&[String]>> =
+            sources.iter().map(|s| s.spellings.as_deref()).collect();
+        match spelled {
+            Some(rows) => {
+                let [_, len] = src.ids.dims();
+                src.with_chars(Some(&s2s_data::chars::BatchChars::new(&rows, len)), device)
+            }
+            None => src,
+        }
+    }
+
+    fn token_ids(&self) -> &[u32] {
+        &self.ids
+    }
+}
+
+/// The search's view of a vocabulary's special ids.
+pub fn special_tokens(specials: s2s_data::Specials) -> SpecialTokens {
+    let s2s_data::Specials { pad, unk, bos, eos } = specials;
+    SpecialTokens { pad, unk, bos, eos }
+}
+
 /// A trained model on an inference device (no autodiff), ready to search sources of type `S`.
 pub struct Decoder<'a, S = Vec<u32>> {
     pub model: &'a Seq2SeqModel,

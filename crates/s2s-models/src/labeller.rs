@@ -93,6 +93,24 @@ pub struct LabellerConfig {
     /// positions. Its `ctc_weight` must be 0: a label is no transcript to align.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub speech: Option<SpeechConfig>,
+    /// Each token's spelling, read by a character CNN whose features join its embedding.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chars: Option<CharConfig>,
+}
+
+/// `[model.chars]`: Ma and Hovy (2016)'s character CNN. A token's spelling
+/// ([`s2s_data::chars`]: its UTF-8 bytes between two markers) is embedded, convolved with windows
+/// of `width` characters and max-pooled into `maps` features, which are appended to the token's
+/// embedding: an unknown word still shows its suffix, capitals and digits.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CharConfig {
+    /// Character embedding width.
+    pub dim: usize,
+    /// Feature maps: the width of a spelling's vector. 0 turns the character model off.
+    pub maps: usize,
+    /// The window, in characters (odd widths centre it).
+    pub width: usize,
 }
 
 fn default_widths() -> Vec<usize> {
@@ -101,6 +119,27 @@ fn default_widths() -> Vec<usize> {
 
 impl LabellerConfig {
     pub fn validate(&self) -> Result<(), String> {
+        if let Some(chars) = self.char_model() {
+            if chars.dim == 0 || chars.width == 0 {
+                return Err(format!(
+                    "[model.chars] dim = {}, width = {}: both must be at least 1 (maps = 0 \
+                     turns the character model off)",
+                    chars.dim, chars.width
+                ));
+            }
+            if self.speech.is_some() {
+                return Err(
+                    "[model.chars]: audio has no spellings; fix: set [model.chars] maps = 0".into(),
+                );
+            }
+            if self.encoder == EncoderKind::Transformer {
+                return Err(
+                    "[model.chars]: the Transformer encoder's width is its embeddings'; fix: \
+                     use an lstm, gru or cnn encoder, or set [model.chars] maps = 0"
+                        .into(),
+                );
+            }
+        }
         if self.encoder == EncoderKind::Cnn {
             if self.widths.is_empty() || self.widths.contains(&0) {
                 return Err(format!(
@@ -154,6 +193,16 @@ impl LabellerConfig {
             }
         }
         Ok(())
+    }
+
+    /// The character model, if it is on.
+    pub fn char_model(&self) -> Option<&CharConfig> {
+        self.chars.as_ref().filter(|c| c.maps > 0)
+    }
+
+    /// Width of the encoder's inputs: a token's embedding and its spelling's features.
+    pub fn input_size(&self) -> usize {
+        self.emb_dim + self.char_model().map_or(0, |c| c.maps)
     }
 
     /// Width of the encoder's outputs.
@@ -236,12 +285,58 @@ impl CnnEncoder {
     }
 }
 
+/// The character CNN of [`CharConfig`].
+#[derive(Module, Debug)]
+pub struct CharEncoder {
+    pub emb: Embedding,
+    pub conv: Conv1d,
+}
+
+impl CharEncoder {
+    pub fn new(cfg: &CharConfig, device: &Device) -> Self {
+        Self {
+            emb: EmbeddingConfig::new(s2s_data::chars::CHAR_VOCAB, cfg.dim)
+                .with_initializer(Initializer::Uniform {
+                    min: -0.1,
+                    max: 0.1,
+                })
+                .init(device),
+            conv: Conv1dConfig::new(cfg.dim, cfg.maps, cfg.width)
+                .with_padding(PaddingConfig1d::Explicit(
+                    (cfg.width - 1) / 2,
+                    cfg.width / 2,
+                ))
+                .init(device),
+        }
+    }
+
+    /// `[batch, len, width]` character ids to `[batch, len, maps]`. Padding characters are zero
+    /// vectors, as the convolution's own padding is, and are left out of the maximum, so a
+    /// spelling's features do not depend on the batch's widest one; a position without a
+    /// spelling gets zeros.
+    pub fn forward(&self, chars: Tensor<3, burn::tensor::Int>) -> Tensor<3> {
+        let [b, len, width] = chars.dims();
+        let flat = chars.reshape([b * len, width]);
+        let real = flat
+            .clone()
+            .not_equal_elem(s2s_data::chars::CHAR_PAD as i64)
+            .float();
+        let x = self.emb.forward(flat) * real.clone().unsqueeze_dim::<3>(2);
+        // ReLU's outputs are at least 0, so zeroing the padding leaves the maximum unchanged.
+        let maps = relu(self.conv.forward(x.swap_dims(1, 2))) * real.unsqueeze_dim::<3>(1);
+        let [_, m, _] = maps.dims();
+        maps.max_dim(2).reshape([b, len, m])
+    }
+}
+
 #[derive(Module, Debug)]
 pub struct Labeller {
     /// Text only.
     pub emb: Option<Embedding>,
     /// Audio only: frames to positions, in place of `emb`.
     pub speech: Option<ConvSubsampling>,
+    /// Text only, with `[model.chars]`.
+    pub chars: Option<CharEncoder>,
     /// Transformer only.
     pub positions: Option<PositionEncoding>,
     pub encoder: LabelEncoder,
@@ -293,7 +388,7 @@ impl Labeller {
                 None,
                 LabelEncoder::Cnn(CnnEncoder::new(
                     &cfg.widths,
-                    cfg.emb_dim,
+                    cfg.input_size(),
                     cfg.hidden,
                     device,
                 )),
@@ -308,7 +403,7 @@ impl Labeller {
                     None,
                     LabelEncoder::Rnn(RnnEncoder::new(
                         cell,
-                        cfg.emb_dim,
+                        cfg.input_size(),
                         cfg.hidden,
                         cfg.layers,
                         cfg.bidirectional,
@@ -322,6 +417,7 @@ impl Labeller {
         Self {
             emb,
             speech,
+            chars: cfg.char_model().map(|c| CharEncoder::new(c, device)),
             positions,
             encoder,
             pool_hidden: attention.then(|| xavier_linear(out, out, true, device)),
@@ -342,7 +438,15 @@ impl Labeller {
             (None, None) => {
                 let emb = self.emb.as_ref().expect("a text labeller has embeddings");
                 let scale = (self.cfg.hidden as f64).sqrt();
-                (emb.forward(src.ids.clone()), src.pad.clone(), scale)
+                let x = emb.forward(src.ids.clone());
+                let x = match (&self.chars, &src.chars) {
+                    (Some(chars), Some(spelled)) => {
+                        Tensor::cat(vec![x, chars.forward(spelled.clone())], 2)
+                    }
+                    (Some(_), None) => panic!("a character-aware labeller reads spellings"),
+                    (None, _) => x,
+                };
+                (x, src.pad.clone(), scale)
             }
             (Some(_), None) => panic!("an audio classifier reads feature frames, not ids"),
             (None, Some(_)) => panic!("a text labeller reads ids, not feature frames"),
@@ -415,6 +519,11 @@ impl Labeller {
         self.speech.is_some()
     }
 
+    /// Whether it reads each token's spelling ([`crate::decoder::Spelled`] sources).
+    pub fn reads_characters(&self) -> bool {
+        self.chars.is_some()
+    }
+
     /// The most likely label of every token (tagging; each row's `<eos>` is left out) or of every
     /// row (classification), with its probability. `reserved` ids (the label vocabulary's
     /// specials) are never chosen. Rows are `src_lens` long, `<eos>` included (a tagger's).
@@ -474,8 +583,8 @@ pub fn label_all<S: ModelSource>(
     specials: s2s_data::Specials,
     batch_size: usize,
 ) -> Vec<Vec<(u32, f32)>> {
-    let s2s_data::Specials { pad, unk, bos, eos } = specials;
-    let tokens = SpecialTokens { pad, unk, bos, eos };
+    let tokens = crate::decoder::special_tokens(specials);
+    let SpecialTokens { pad, unk, bos, eos } = tokens;
     let mut order: Vec<usize> = (0..sources.len()).collect();
     order.sort_by_key(|&i| std::cmp::Reverse(Source::len(&sources[i])));
     let mut out = vec![Vec::new(); sources.len()];

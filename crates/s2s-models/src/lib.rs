@@ -270,6 +270,9 @@ pub struct PaddedSource {
     pub pad: Tensor<2, Bool>,
     /// `[batch, frames, bins]`, zero on padded frames.
     pub frames: Option<Tensor<3>>,
+    /// `[batch, len, width]` character ids of each token's spelling ([`s2s_data::chars`]), for a
+    /// model that reads characters.
+    pub chars: Option<Tensor<3, Int>>,
 }
 
 impl PaddedSource {
@@ -293,14 +296,32 @@ impl PaddedSource {
             ids: Tensor::from_data(TensorData::new(ids, [batch, len]), device),
             pad: Tensor::from_data(TensorData::new(pad, [batch, len]), device),
             frames: None,
+            chars: None,
         }
     }
 
-    /// A training or scoring batch's source: its frames when it has them, else its ids.
+    /// A training or scoring batch's source: its frames when it has them, else its ids (and
+    /// their spellings where it has them).
     pub fn from_batch(b: &s2s_data::Batch, device: &Device) -> Self {
         match &b.frames {
             Some(f) => Self::from_frames(f.data.clone(), &f.lens, f.len, f.bins, device),
-            None => Self::from_flat(&b.src, b.batch_size, b.src_len, b.specials.pad, device),
+            None => Self::from_flat(&b.src, b.batch_size, b.src_len, b.specials.pad, device)
+                .with_chars(b.chars.as_ref(), device),
+        }
+    }
+
+    /// These ids with `chars`, the spellings of their tokens (same rows and positions).
+    pub fn with_chars(self, chars: Option<&s2s_data::chars::BatchChars>, device: &Device) -> Self {
+        let Some(c) = chars else { return self };
+        let [batch, len] = self.ids.dims();
+        assert_eq!(c.len, len, "spellings for every source position");
+        let ids: Vec<i64> = c.ids.iter().map(|&x| x as i64).collect();
+        Self {
+            chars: Some(Tensor::from_data(
+                TensorData::new(ids, [batch, len, c.width]),
+                device,
+            )),
+            ..self
         }
     }
 
@@ -330,6 +351,7 @@ impl PaddedSource {
                 TensorData::new(frames, [batch, len, bins]),
                 device,
             )),
+            chars: None,
         }
     }
 }

@@ -5,7 +5,9 @@
 
 use burn::tensor::Device;
 
+use crate::decoder::ModelSource;
 use crate::{PaddedSource, Seq2SeqModel, ids_2d};
+use s2s_search::Source;
 
 /// The score of one (source, reference) pair.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -16,39 +18,37 @@ pub struct RefScore {
     pub tokens: usize,
 }
 
-/// Scores every `(source, reference)` pair of ids (no specials), `batch_size` pairs at a time
-/// (longest first, so that little is padding). A speech model's sources are `frames` (one per
-/// pair, whose source ids are then empty). Results are in input order.
-pub fn score_all(
+/// Scores every source against its reference (ids, no specials), `batch_size` pairs at a time
+/// (longest first, so that little is padding). A source is what the model reads: token ids, a
+/// speech model's frames, or spelled tokens ([`ModelSource`]). Results are in input order.
+pub fn score_all<S: ModelSource>(
     model: &Seq2SeqModel,
     device: &Device,
-    pairs: &[(Vec<u32>, Vec<u32>)],
-    frames: Option<&[crate::speech::Frames]>,
+    sources: &[S],
+    refs: &[Vec<u32>],
     specials: s2s_data::Specials,
     batch_size: usize,
 ) -> Vec<RefScore> {
-    let src_len = |i: usize| frames.map_or(pairs[i].0.len(), |f| f[i].0.frames);
-    let mut order: Vec<usize> = (0..pairs.len()).collect();
-    order.sort_by_key(|&i| std::cmp::Reverse((src_len(i), pairs[i].1.len())));
+    assert_eq!(sources.len(), refs.len(), "one reference per source");
+    let tokens = crate::decoder::special_tokens(specials);
+    let mut order: Vec<usize> = (0..sources.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse((Source::len(&sources[i]), refs[i].len())));
     let mut out = vec![
         RefScore {
             logprob: 0.0,
             tokens: 0
         };
-        pairs.len()
+        sources.len()
     ];
     for chunk in order.chunks(batch_size.max(1)) {
-        let rows: Vec<(&[u32], &[u32])> = chunk
+        let rows: Vec<S> = chunk.iter().map(|&i| sources[i].clone()).collect();
+        let pairs: Vec<(&[u32], &[u32])> = chunk
             .iter()
-            .map(|&i| (pairs[i].0.as_slice(), pairs[i].1.as_slice()))
+            .map(|&i| (sources[i].token_ids(), refs[i].as_slice()))
             .collect();
-        let mut batch = s2s_data::Batch::from_pairs(&rows, specials);
-        if let Some(frames) = frames {
-            let utterances: Vec<&s2s_data::audio::Features> =
-                chunk.iter().map(|&i| &*frames[i].0).collect();
-            batch.frames = Some(s2s_data::batch::BatchFrames::new(&utterances));
-        }
-        for (&i, score) in chunk.iter().zip(score_batch(model, device, &batch)) {
+        let batch = s2s_data::Batch::from_pairs(&pairs, specials);
+        let src = S::pad_batch(&rows, &tokens, device);
+        for (&i, score) in chunk.iter().zip(score_source(model, device, &src, &batch)) {
             out[i] = score;
         }
     }
@@ -57,11 +57,20 @@ pub fn score_all(
 
 /// The score of each row of `b`.
 pub fn score_batch(model: &Seq2SeqModel, device: &Device, b: &s2s_data::Batch) -> Vec<RefScore> {
+    score_source(model, device, &PaddedSource::from_batch(b, device), b)
+}
+
+/// The score of each row of `b`'s targets given the source `src` (the same rows).
+fn score_source(
+    model: &Seq2SeqModel,
+    device: &Device,
+    src: &PaddedSource,
+    b: &s2s_data::Batch,
+) -> Vec<RefScore> {
     let pad = b.specials.pad;
-    let src = PaddedSource::from_batch(b, device);
     let tgt_in = ids_2d(&b.tgt_in, [b.batch_size, b.tgt_len], device);
     let targets = model.loss_targets(b);
-    let log_probs = model.teacher_log_probs(&src, tgt_in, None);
+    let log_probs = model.teacher_log_probs(src, tgt_in, None);
     let [rows, len, width] = log_probs.dims();
     debug_assert_eq!([rows, len], targets.shape);
     let picked = log_probs

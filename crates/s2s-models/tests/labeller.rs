@@ -1,10 +1,12 @@
 //! The labeller's heads and encoders: a sentence's labels must not depend on the padding its
-//! batch needed, per-token heads give one label per token, pooled heads one per sentence, and
-//! the label vocabulary's specials are never chosen.
+//! batch needed (of tokens, and of characters for the spellings the recurrent and CNN encoders
+//! read), per-token heads give one label per token, pooled heads one per sentence, and the label
+//! vocabulary's specials are never chosen.
 
 mod common;
 
 use common::{assert_close, device};
+use s2s_models::decoder::TextSource;
 use s2s_models::labeller::{EncoderKind, Head, Labeller, LabellerConfig, label_all};
 use s2s_models::{ModelConfig, Seq2SeqModel};
 
@@ -15,11 +17,14 @@ fn config(encoder: EncoderKind, head: Head) -> LabellerConfig {
     let ModelConfig::Labeller(base) = s2s_models::preset("bilstm-tagger-tiny").unwrap() else {
         unreachable!()
     };
+    assert!(base.chars.is_some(), "the tagger preset reads spellings");
     LabellerConfig {
         encoder,
         head,
         bidirectional: matches!(encoder, EncoderKind::Lstm | EncoderKind::Gru),
         heads: 2,
+        // The Transformer's width is its embeddings' (validated).
+        chars: base.chars.filter(|_| encoder != EncoderKind::Transformer),
         ..base
     }
 }
@@ -37,13 +42,24 @@ fn build(cfg: &LabellerConfig) -> Labeller {
     m
 }
 
-fn sources() -> Vec<Vec<u32>> {
-    vec![
+/// Sources whose spellings differ in length, so that a batch pads most of them.
+fn sources() -> Vec<TextSource> {
+    let ids = [
         vec![5, 6, 7, 8, 9, 10, 11],
         vec![12, 4],
         vec![13, 14, 15, 16],
         vec![17],
-    ]
+    ];
+    ids.into_iter()
+        .map(|ids| TextSource {
+            spellings: Some(
+                ids.iter()
+                    .map(|&id| format!("{}{id}", "é".repeat(id as usize % 5)))
+                    .collect(),
+            ),
+            ids,
+        })
+        .collect()
 }
 
 #[test]
@@ -73,7 +89,7 @@ fn labels_do_not_depend_on_the_batch_or_its_padding() {
                     s2s_data::Specials::S2S,
                     1,
                 );
-                let expected = if head.per_token() { src.len() } else { 1 };
+                let expected = if head.per_token() { src.ids.len() } else { 1 };
                 assert_eq!(together[i].len(), expected, "{what}: sentence {i}");
                 let ids = |v: &[(u32, f32)]| v.iter().map(|x| x.0).collect::<Vec<_>>();
                 let probs = |v: &[(u32, f32)]| v.iter().map(|x| x.1).collect::<Vec<_>>();
@@ -120,6 +136,17 @@ fn presets_are_labellers_of_their_task_and_bad_configs_are_refused() {
     bad.speech.as_mut().unwrap().ctc_weight = 0.0;
     bad.head = Head::Tokens;
     assert!(bad.validate().unwrap_err().contains("pooled head"));
+    bad.head = Head::Mean;
+    bad.chars = config(EncoderKind::Lstm, Head::Tokens).chars;
+    assert!(bad.validate().unwrap_err().contains("no spellings"));
+    let mut bad = config(EncoderKind::Transformer, Head::Mean);
+    bad.chars = config(EncoderKind::Lstm, Head::Tokens).chars;
+    assert!(bad.validate().unwrap_err().contains("lstm, gru or cnn"));
+    bad.chars.as_mut().unwrap().maps = 0;
+    bad.validate().unwrap();
+    let mut bad = config(EncoderKind::Lstm, Head::Tokens);
+    bad.chars.as_mut().unwrap().width = 0;
+    assert!(bad.validate().unwrap_err().contains("at least 1"));
     let mut bad = config(EncoderKind::Transformer, Head::Mean);
     bad.emb_dim += 1;
     assert!(bad.validate().unwrap_err().contains("emb_dim"));

@@ -21,7 +21,7 @@
 
 use crate::api::{ApiError, SearchOptions, Translation};
 use crate::metrics::Metrics;
-use s2s_infer::Translator;
+use s2s_infer::{TextSource, Translator};
 use s2s_search::Interrupt;
 use s2s_search::{Hypothesis, SearchConfig, SearchError};
 use serde::Serialize;
@@ -408,12 +408,12 @@ impl Engine {
 /// A request being decoded: its sources, and the n-best of those decoded so far.
 struct Active {
     job: Job,
-    sources: Vec<Vec<u32>>,
+    sources: Vec<TextSource>,
     done: Vec<Vec<Hypothesis>>,
 }
 
 impl Active {
-    fn left(&self) -> &[Vec<u32>] {
+    fn left(&self) -> &[TextSource] {
         &self.sources[self.done.len()..]
     }
 }
@@ -520,13 +520,13 @@ fn admit(
     if let Some((i, s)) = sources
         .iter()
         .enumerate()
-        .find(|(_, s)| s.len() > cfg.max_tokens)
+        .find(|(_, s)| s.ids.len() > cfg.max_tokens)
     {
         let _ = job.reply.send(Err(ApiError::new(
             422,
             format!(
                 "sentence {i} has {} tokens; the limit is {} (--max-tokens)",
-                s.len(),
+                s.ids.len(),
                 cfg.max_tokens
             ),
         )));
@@ -535,7 +535,7 @@ fn admit(
     if let Err(e) = check_attention(
         translator,
         job.opts,
-        sources.iter().map(Vec::len),
+        sources.iter().map(|s| s.ids.len()),
         cfg,
         "fewer or shorter sentences",
     ) {
@@ -682,7 +682,7 @@ fn decode_one_batch(
     let opts = active[0].job.opts;
     // (request, how many of its sentences), in rotation order.
     let mut parts: Vec<(usize, usize)> = Vec::new();
-    let mut sources: Vec<Vec<u32>> = Vec::new();
+    let mut sources: Vec<TextSource> = Vec::new();
     let mut budget = cfg.max_batch_tokens;
     'fill: for (i, a) in active.iter().enumerate() {
         if a.job.opts != opts {
@@ -690,7 +690,7 @@ fn decode_one_batch(
         }
         let mut n = 0;
         for src in a.left() {
-            let c = cost(src.len(), opts.beam);
+            let c = cost(src.ids.len(), opts.beam);
             let first = sources.is_empty();
             if !first && (sources.len() == cfg.max_batch.max(1) || c > budget) {
                 if n > 0 {
@@ -771,6 +771,6 @@ fn describe(translator: &Translator, a: &Active) -> Vec<Translation> {
         .iter()
         .zip(&a.sources)
         .zip(&a.done)
-        .map(|((text, src), hyps)| translator.describe(text, src, hyps))
+        .map(|((text, src), hyps)| translator.describe(text, &src.ids, hyps))
         .collect()
 }

@@ -89,6 +89,15 @@ pub fn batch_loss(
             );
             PaddedSource::from_frames(frames.data, &frames.lens, frames.len, frames.bins, device)
         }
+        // Word dropout, drawn the same way.
+        None if cfg.word_dropout > 0.0 => {
+            let mut dropped = b.clone();
+            dropped.drop_source_words(
+                cfg.word_dropout,
+                replica_seed(mix(cfg.seed ^ 0x0D_0B0D, step as u64), replica),
+            );
+            PaddedSource::from_batch(&dropped, device)
+        }
         _ => PaddedSource::from_batch(b, device),
     };
     let tgt_in = ids_2d(&b.tgt_in, [b.batch_size, b.tgt_len], device);

@@ -23,7 +23,7 @@ pub mod schedule;
 pub mod trainer;
 
 pub use burn::train::Interrupter;
-pub use trainer::{Corpus, StopReason, TrainOptions, TrainOutcome, train, train_on};
+pub use trainer::{Corpus, StopReason, TrainOptions, TrainOutcome, encode_split, train, train_on};
 
 use std::path::Path;
 

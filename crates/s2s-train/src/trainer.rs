@@ -18,6 +18,7 @@ use s2s_infer::config::{BestBy, OptimizerKind, RunConfig, TrainConfig};
 use s2s_infer::metrics::{self, MetricsRecord};
 use s2s_infer::model_dir::METRICS;
 use s2s_models::Seq2SeqModel;
+use s2s_models::decoder::TextSource;
 use s2s_models::speech::Frames;
 use s2s_search::Strategy;
 use std::path::Path;
@@ -31,6 +32,22 @@ pub struct Corpus<'a> {
     /// Cleaned target lines of the validation split (BLEU references, or the gold labels).
     pub valid_refs: &'a [String],
     pub tgt_tokenizer: &'a TextTokenizer,
+}
+
+/// A split encoded as `model` reads it: a copy model's unknown source pieces get ids past the
+/// vocabulary ([`s2s_data::copy`]); a character-aware labeller gets each token's spelling too.
+pub fn encode_split(
+    model: &s2s_models::ModelConfig,
+    data: &s2s_data::DataDir,
+    text: &s2s_data::ParallelText,
+) -> Result<EncodedSplit, s2s_data::DataError> {
+    if model.copies() {
+        data.encode_copy(text)
+    } else if model.reads_characters() {
+        Ok(data.encode_spelled(text))
+    } else {
+        Ok(data.encode(text))
+    }
 }
 
 pub struct TrainOptions {
@@ -128,6 +145,19 @@ fn searchable(frames: &[s2s_data::audio::Features]) -> Vec<Frames> {
     frames.iter().map(|f| Frames(Arc::new(f.clone()))).collect()
 }
 
+/// A text split's sources as a model reads them: ids, with spellings where the split has them.
+fn text_sources(split: &EncodedSplit) -> Vec<TextSource> {
+    split
+        .src
+        .iter()
+        .enumerate()
+        .map(|(i, ids)| TextSource {
+            ids: ids.clone(),
+            spellings: split.src_spellings.get(i).map(|s| s.as_slice().into()),
+        })
+        .collect()
+}
+
 /// Loss and the task's score on the validation split, with the model in inference mode: greedy
 /// BLEU for a translation model, label accuracy for a labeller.
 fn validate(
@@ -170,7 +200,8 @@ fn validate(
                 s2s_models::labeller::label_all(labeller, device, &sources, valid.specials, 64)
             }
             None => {
-                s2s_models::labeller::label_all(labeller, device, &valid.src, valid.specials, 64)
+                let sources = text_sources(valid);
+                s2s_models::labeller::label_all(labeller, device, &sources, valid.specials, 64)
             }
         };
         let hyps: Vec<String> = labels

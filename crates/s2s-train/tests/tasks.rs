@@ -1,8 +1,9 @@
 //! The tasks other than translation end to end on synthetic data prepared with the real
 //! pipeline: a tagger must learn a tagging rule that needs the left neighbour, a classifier a
 //! counting rule; both are then labelled through the translator (the path of `s2s translate`
-//! and `s2s serve`) and scored with the eval crate. A labeller resumes exactly like a
-//! translation model. A generator (1 vs N) must write the sequence its label asks for, with the
+//! and `s2s serve`) and scored with the eval crate; a tagger that reads spellings tags words it
+//! never saw. A labeller resumes exactly like a translation model, word dropout and spellings
+//! included. A generator (1 vs N) must write the sequence its label asks for, with the
 //! condition given at the first step only or at every step, and its label must lower the
 //! perplexity of the references (`s2s score`).
 
@@ -35,6 +36,32 @@ fn tagging_pairs(n: usize, seed: u64) -> Vec<(String, String)> {
                 )
                 .collect();
             let words: Vec<String> = digits.iter().map(|d| format!("d{d}")).collect();
+            (words.join(" "), tags.join(" "))
+        })
+        .collect()
+}
+
+/// The suffixes of [`suffix_pairs`] and the tag each gives: made up, so that no unknown-word
+/// signature tells them apart (every unseen word's is `<unk-lc>`).
+const SUFFIXES: [(&str, &str); 4] = [("ax", "ANT"), ("oz", "BEE"), ("uk", "CAT"), ("ev", "DOG")];
+
+/// Sentences of made-up words, each a random stem of 5-8 letters (the split's seed draws them,
+/// so another split's words are new to the vocabulary) and a suffix that gives its tag: a
+/// tagger can tag an unseen word only by reading its spelling.
+fn suffix_pairs(n: usize, seed: u64) -> Vec<(String, String)> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    (0..n)
+        .map(|_| {
+            let len = rng.random_range(2..=6);
+            let (words, tags): (Vec<String>, Vec<&str>) = (0..len)
+                .map(|_| {
+                    let stem: String = (0..rng.random_range(5..=8))
+                        .map(|_| char::from(b'a' + rng.random_range(0..26u8)))
+                        .collect();
+                    let (suffix, tag) = SUFFIXES[rng.random_range(0..SUFFIXES.len())];
+                    (format!("{stem}{suffix}"), tag)
+                })
+                .unzip();
             (words.join(" "), tags.join(" "))
         })
         .collect()
@@ -146,6 +173,70 @@ fn a_tagger_learns_a_rule_that_needs_context() {
     assert!(last.valid_bleu.is_nan(), "a tagger has no BLEU");
 }
 
+/// The tagger preset reads each word's characters: trained on [`suffix_pairs`], it tags the
+/// test split, whose words it has never seen (`<unk>` to its vocabulary), by their suffixes
+/// through the translator, and `s2s score` scores its tags; the same model with the character
+/// model off can only guess.
+#[test]
+fn a_character_aware_tagger_tags_unseen_words_by_their_spelling() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = prepare(dir.path(), Task::Tagging, suffix_pairs);
+    let test = data.test.as_ref().unwrap();
+    let words: Vec<&str> = test.src.iter().flat_map(|s| s.split(' ')).collect();
+    let known = words
+        .iter()
+        .filter(|w| data.src_tokenizer.token_to_id(w).is_some())
+        .count();
+    assert!(
+        known * 100 <= words.len(),
+        "{known} of {} test words are known",
+        words.len()
+    );
+    let text = |maps: usize| {
+        format!(
+            "arch = \"bilstm-tagger-tiny\"\n[model.chars]\nmaps = {maps}\n[train]\nmax_steps = 300\n\
+             max_tokens = 800\nlr = 5e-3\nwarmup_steps = 10\nvalid_every = 50\npatience = 0\n\
+             max_epochs = 1000\n"
+        )
+    };
+    let spelled = run_config_toml(&data, &text(16));
+    assert!(spelled.model.reads_characters());
+    let model_dir = dir.path().join("spelled");
+    let last = train(&model_dir, &data, &spelled, false).last.unwrap();
+    assert!(
+        last.valid_accuracy >= 95.0,
+        "valid accuracy {}",
+        last.valid_accuracy
+    );
+    let acc = test_accuracy(&model_dir, &data, &spelled);
+    eprintln!("with characters: test accuracy {acc}");
+    assert!(acc >= 95.0, "test accuracy {acc}");
+
+    let translator =
+        s2s_infer::Translator::load(&model_dir, &burn::tensor::Device::flex()).unwrap();
+    assert!(translator.reads_characters());
+    let scores = translator.score(&test.src, &test.tgt, 16).unwrap();
+    let tags: usize = test.tgt.iter().map(|t| t.split(' ').count()).sum();
+    assert_eq!(scores.iter().map(|s| s.tokens).sum::<usize>(), tags);
+    let mean = scores.iter().map(|s| s.logprob).sum::<f64>() / tags as f64;
+    assert!(
+        mean > (0.5f64).ln(),
+        "mean log-probability of the gold tags {mean}"
+    );
+    // Ids alone do not say how a word is spelled.
+    let search = translator.search_defaults(s2s_search::Strategy::Greedy);
+    let ids: Vec<s2s_infer::TextSource> = vec![translator.encode(&test.src[0]).into()];
+    assert!(translator.search(&ids, &search, 1).is_err());
+
+    let words_only = run_config_toml(&data, &text(0));
+    assert!(!words_only.model.reads_characters());
+    let model_dir = dir.path().join("words");
+    train(&model_dir, &data, &words_only, false);
+    let acc = test_accuracy(&model_dir, &data, &words_only);
+    eprintln!("without characters: test accuracy {acc}");
+    assert!(acc < 50.0, "without characters, test accuracy {acc}");
+}
+
 #[test]
 fn a_classifier_learns_a_counting_rule() {
     learns(
@@ -162,7 +253,7 @@ fn a_labeller_resumes_exactly() {
     let data = prepare(dir.path(), Task::Tagging, tagging_pairs);
     let text = |steps: usize| {
         format!(
-            "arch = \"bilstm-tagger-tiny\"\n[model]\ndropout = 0.3\n[train]\nmax_steps = {steps}\nmax_tokens = 600\nlr = 3e-3\nwarmup_steps = 5\nvalid_every = 10\npatience = 0\n"
+            "arch = \"bilstm-tagger-tiny\"\n[model]\ndropout = 0.3\n[train]\nmax_steps = {steps}\nmax_tokens = 600\nlr = 3e-3\nwarmup_steps = 5\nvalid_every = 10\npatience = 0\nword_dropout = 0.2\n"
         )
     };
     let straight = dir.path().join("straight");

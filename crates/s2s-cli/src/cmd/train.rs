@@ -285,14 +285,7 @@ pub fn run_holding(args: TrainArgs, held: Option<model_dir::ModelDirLock>) -> Re
             run.tgt_vocab
         );
     }
-    // A copy model reads its sources' unknown pieces as ids past the vocabulary.
-    let encode = |text: &s2s_data::ParallelText| {
-        if run.model.copies() {
-            data.encode_copy(text)
-        } else {
-            Ok(data.encode(text))
-        }
-    };
+    let encode = |text: &s2s_data::ParallelText| s2s_train::encode_split(&run.model, &data, text);
     let train_split = encode(&data.train)?;
     let valid_split = data.valid.as_ref().map(encode).transpose()?;
     let refs: Vec<String> = data

@@ -84,8 +84,9 @@ pub fn train_reversal_model(root: &Path) -> PathBuf {
 /// files `s2s train` writes.
 fn train_into(model_dir: &Path, run: &RunConfig, data: &s2s_data::DataDir) -> PathBuf {
     s2s_infer::model_dir::create(model_dir, run, data).unwrap();
-    let train_split = data.encode(&data.train);
-    let valid_split = data.encode(data.valid.as_ref().unwrap());
+    let encode = |text| s2s_train::encode_split(&run.model, data, text).unwrap();
+    let train_split = encode(&data.train);
+    let valid_split = encode(data.valid.as_ref().unwrap());
     let refs = data.valid.as_ref().unwrap().tgt.clone();
     let corpus = Corpus {
         train: &train_split,
@@ -168,6 +169,48 @@ pub fn train_audio_model(
         .map(|l| raw.join(l.split('\t').next().unwrap()))
         .collect();
     (model_dir, wavs)
+}
+
+/// Sentences of made-up lowercase words, each tagged `V` when it ends in a vowel and `C`
+/// otherwise: the spelling decides every tag.
+pub fn vowel_pairs(n: usize, seed: u64) -> Vec<(String, String)> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    (0..n)
+        .map(|_| {
+            let (words, tags): (Vec<String>, Vec<&str>) = (0..rng.random_range(1..=7))
+                .map(|_| {
+                    let word: String = (0..rng.random_range(2..=7))
+                        .map(|_| char::from(b'a' + rng.random_range(0..26u8)))
+                        .collect();
+                    let vowel = word.ends_with(['a', 'e', 'i', 'o', 'u']);
+                    (word, if vowel { "V" } else { "C" })
+                })
+                .unzip();
+            (words.join(" "), tags.join(" "))
+        })
+        .collect()
+}
+
+/// Prepares [`vowel_pairs`] as tagging data and trains `bilstm-tagger-tiny` (which reads each
+/// word's characters) on it for `steps` steps into `root/model`.
+pub fn train_tagger_model(root: &Path, steps: usize) -> PathBuf {
+    let raw = root.join("raw");
+    std::fs::create_dir_all(&raw).unwrap();
+    let data_dir = root.join("data");
+    let mut cfg = PrepareConfig::new(write_split(&raw, "train", &vowel_pairs(400, 1)), &data_dir);
+    cfg.task = s2s_data::Task::Tagging;
+    cfg.valid = Some(write_split(&raw, "valid", &vowel_pairs(50, 2)));
+    s2s_data::prepare(&cfg, &|_: &str| {}).unwrap();
+    let data = s2s_data::load_data_dir(&data_dir).unwrap();
+    let text = format!(
+        "arch = \"bilstm-tagger-tiny\"\n[train]\nmax_steps = {steps}\nmax_tokens = 800\n\
+         lr = 5e-3\nwarmup_steps = 10\nvalid_every = {steps}\npatience = 0\nmax_epochs = 1000\n"
+    );
+    let (arch, model, train) =
+        s2s_infer::config::resolve(None, Some(("test", &text)), Some(cfg.task)).unwrap();
+    let run = RunConfig::for_data(arch, model, train, &data);
+    assert!(run.model.reads_characters());
+    train_into(&root.join("model"), &run, &data)
 }
 
 /// One trained model per test binary, kept alive (with its temporary folder) for all its tests.

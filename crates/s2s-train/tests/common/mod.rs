@@ -123,14 +123,8 @@ pub fn try_train_on(
     let _one_at_a_time = TRAINING.lock().unwrap_or_else(|e| e.into_inner());
     std::fs::create_dir_all(model_dir).unwrap();
     std::fs::write(model_dir.join("config.toml"), toml::to_string(run).unwrap()).unwrap();
-    // As `s2s train` encodes: a copy model's unknown source pieces get ids past the vocabulary.
-    let encode = |text: &s2s_data::ParallelText| {
-        if run.model.copies() {
-            data.encode_copy(text).unwrap()
-        } else {
-            data.encode(text)
-        }
-    };
+    let encode =
+        |text: &s2s_data::ParallelText| s2s_train::encode_split(&run.model, data, text).unwrap();
     let train_split = encode(&data.train);
     let valid_split = encode(data.valid.as_ref().unwrap());
     let refs = data.valid.as_ref().unwrap().tgt.clone();
