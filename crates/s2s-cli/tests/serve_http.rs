@@ -311,6 +311,23 @@ fn slow_requests_get_504() {
 
 /// 64 requests at once, with three different option sets: all succeed, they are batched (fewer
 /// searches than requests), and every result equals decoding its sentence alone.
+/// Sends every body to `POST /v1/translate` from a thread of its own, all released at once;
+/// the responses in the order of the bodies.
+fn translate_at_once(addr: std::net::SocketAddr, bodies: Vec<Value>) -> Vec<Resp> {
+    let barrier = Arc::new(Barrier::new(bodies.len()));
+    let threads: Vec<_> = bodies
+        .into_iter()
+        .map(|body| {
+            let b = barrier.clone();
+            std::thread::spawn(move || {
+                b.wait();
+                translate(addr, &body)
+            })
+        })
+        .collect();
+    threads.into_iter().map(|t| t.join().unwrap()).collect()
+}
+
 #[test]
 fn concurrent_requests_are_batched_and_match_serial_decoding() {
     let mut cfg = config();
@@ -336,22 +353,12 @@ fn concurrent_requests_are_batched_and_match_serial_decoding() {
         .map(|p| p.0)
         .collect();
     let n = sentences.len();
-    let barrier = Arc::new(Barrier::new(n));
     let t0 = Instant::now();
-    let threads: Vec<_> = sentences
-        .iter()
-        .enumerate()
-        .map(|(i, s)| {
-            let o = opts[i % opts.len()];
-            let body = json!({"text": s, "beam": o.beam, "alpha": o.alpha, "nbest": o.nbest});
-            let b = barrier.clone();
-            std::thread::spawn(move || {
-                b.wait();
-                translate(addr, &body)
-            })
-        })
-        .collect();
-    let resps: Vec<Resp> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+    let bodies = sentences.iter().enumerate().map(|(i, s)| {
+        let o = opts[i % opts.len()];
+        json!({"text": s, "beam": o.beam, "alpha": o.alpha, "nbest": o.nbest})
+    });
+    let resps = translate_at_once(addr, bodies.collect());
     eprintln!("{n} concurrent requests in {:?}", t0.elapsed());
     for r in &resps {
         assert_eq!(r.status, 200, "{}", r.body);
@@ -417,19 +424,7 @@ fn a_served_character_aware_tagger_labels_as_the_translator() {
     let server = start(cfg);
     let addr = server.addr();
     let texts: Vec<String> = vowel_pairs(24, 7).into_iter().map(|p| p.0).collect();
-    let barrier = Arc::new(Barrier::new(texts.len()));
-    let threads: Vec<_> = texts
-        .iter()
-        .map(|t| {
-            let body = json!({ "text": t });
-            let b = barrier.clone();
-            std::thread::spawn(move || {
-                b.wait();
-                translate(addr, &body)
-            })
-        })
-        .collect();
-    let resps: Vec<Resp> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+    let resps = translate_at_once(addr, texts.iter().map(|t| json!({ "text": t })).collect());
     let stats = get(addr, "/health").json()["stats"].clone();
     assert!(stats["max_group_requests"].as_u64().unwrap() > 1, "{stats}");
     server.shutdown().unwrap();

@@ -403,16 +403,32 @@ impl DataDir {
     /// Encodes a split with the two tokenizers (speech: the transcripts, and the frames as they
     /// are).
     pub fn encode(&self, text: &ParallelText) -> EncodedSplit {
-        let src = match &text.frames {
-            Some(_) => vec![Vec::new(); text.len()],
-            None => text
+        self.encode_sources(text, false)
+    }
+
+    /// Encodes a split for a model that reads characters: [`DataDir::encode`], with each
+    /// source token's spelling ([`DataOptions::encode_source_spelled`]).
+    pub fn encode_spelled(&self, text: &ParallelText) -> EncodedSplit {
+        self.encode_sources(text, true)
+    }
+
+    fn encode_sources(&self, text: &ParallelText, spelled: bool) -> EncodedSplit {
+        let options = &self.meta.options;
+        let tokenizer = &self.src_tokenizer;
+        let (src, src_spellings) = match &text.frames {
+            Some(_) => (vec![Vec::new(); text.len()], Vec::new()),
+            None if spelled => text
                 .src
                 .iter()
-                .map(|s| {
-                    let options = &self.meta.options;
-                    options.encode_source(&self.src_tokenizer, s, false).0
-                })
-                .collect(),
+                .map(|s| options.encode_source_spelled(tokenizer, s))
+                .unzip(),
+            None => (
+                text.src
+                    .iter()
+                    .map(|s| options.encode_source(tokenizer, s, false).0)
+                    .collect(),
+                Vec::new(),
+            ),
         };
         EncodedSplit {
             src,
@@ -424,33 +440,7 @@ impl DataDir {
             specials: self.specials(),
             src_words: Vec::new(),
             frames: text.frames.clone(),
-            src_spellings: Vec::new(),
-        }
-    }
-
-    /// Encodes a split for a model that reads characters: [`DataDir::encode`], with each
-    /// source token's spelling ([`DataOptions::encode_source_spelled`]).
-    pub fn encode_spelled(&self, text: &ParallelText) -> EncodedSplit {
-        let (src, spellings) = text
-            .src
-            .iter()
-            .map(|s| {
-                self.meta
-                    .options
-                    .encode_source_spelled(&self.src_tokenizer, s)
-            })
-            .unzip();
-        EncodedSplit {
-            src,
-            tgt: text
-                .tgt
-                .iter()
-                .map(|s| self.tgt_tokenizer.encode(s))
-                .collect(),
-            specials: self.specials(),
-            src_words: Vec::new(),
-            frames: None,
-            src_spellings: spellings,
+            src_spellings,
         }
     }
 
