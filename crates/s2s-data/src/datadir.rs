@@ -312,8 +312,8 @@ pub struct EncodedSplit {
     /// Speech: each source's normalised feature frames (its `src` row is then empty).
     pub frames: Option<Arc<[Features]>>,
     /// For a model that reads characters ([`DataDir::encode_spelled`]), each source token's
-    /// spelling; empty otherwise.
-    pub src_spellings: Vec<Vec<String>>,
+    /// spelling (shared with the sources validation labels); empty otherwise.
+    pub src_spellings: Vec<Arc<[String]>>,
 }
 
 impl EncodedSplit {
@@ -362,7 +362,7 @@ impl EncodedSplit {
         if !self.src_spellings.is_empty() {
             let rows: Vec<&[String]> = indices
                 .iter()
-                .map(|&i| self.src_spellings[i].as_slice())
+                .map(|&i| &self.src_spellings[i][..])
                 .collect();
             batch.chars = Some(BatchChars::new(&rows, batch.src_len));
         }
@@ -420,7 +420,10 @@ impl DataDir {
             None if spelled => text
                 .src
                 .iter()
-                .map(|s| options.encode_source_spelled(tokenizer, s))
+                .map(|s| {
+                    let (ids, spellings) = options.encode_source_spelled(tokenizer, s);
+                    (ids, spellings.into())
+                })
                 .unzip(),
             None => (
                 text.src

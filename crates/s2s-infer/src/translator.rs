@@ -187,9 +187,15 @@ impl Translator {
     /// ([`s2s_data::DataOptions::encode_source`]).
     fn encode_source(&self, text: &str) -> (Vec<u32>, s2s_data::SourceWords) {
         let l = &self.loaded;
-        let options = &l.data.options;
-        let clean = s2s_data::clean_line(text, &options.clean, options.src_is_chinese);
-        options.encode_source(&l.src_tokenizer, &clean, self.copies())
+        l.data
+            .options
+            .encode_source(&l.src_tokenizer, &self.clean_source(text), self.copies())
+    }
+
+    /// `text` cleaned as the training sources were.
+    fn clean_source(&self, text: &str) -> String {
+        let options = &self.loaded.data.options;
+        s2s_data::clean_line(text, &options.clean, options.src_is_chinese)
     }
 
     /// Whether the model copies from the source ([`s2s_models::copy`]).
@@ -209,22 +215,27 @@ impl Translator {
     /// Every text as the model reads it: [`Translator::encode`]'s ids, with each token's
     /// spelling where the model reads characters ([`Translator::reads_characters`]).
     pub fn encode_all(&self, texts: &[String]) -> Vec<TextSource> {
-        texts.iter().map(|t| self.text_source(t)).collect()
+        texts.iter().map(|t| self.text_source(t).0).collect()
     }
 
-    /// One text as the model reads it (see [`Translator::encode_all`]).
-    fn text_source(&self, text: &str) -> TextSource {
+    /// One text as the model reads it (see [`Translator::encode_all`]), and the pieces a copy
+    /// model's ids past the vocabulary stand for ([`Translator::source_words`]), from one
+    /// encoding.
+    fn text_source(&self, text: &str) -> (TextSource, s2s_data::SourceWords) {
         if !self.reads_characters() {
-            return self.encode(text).into();
+            let (ids, words) = self.encode_source(text);
+            return (ids.into(), words);
         }
         let l = &self.loaded;
-        let options = &l.data.options;
-        let clean = s2s_data::clean_line(text, &options.clean, options.src_is_chinese);
-        let (ids, spellings) = options.encode_source_spelled(&l.src_tokenizer, &clean);
-        TextSource {
+        let (ids, spellings) = l
+            .data
+            .options
+            .encode_source_spelled(&l.src_tokenizer, &self.clean_source(text));
+        let source = TextSource {
             ids,
             spellings: Some(spellings.into()),
-        }
+        };
+        (source, Vec::new())
     }
 
     /// Whether the model reads each source token's spelling as well as its id (a labeller with
@@ -282,12 +293,14 @@ impl Translator {
                 batch_size,
             ));
         }
-        let encoded = self.encode_all(sources);
-        let targets: Vec<Vec<u32>> = sources
+        let (encoded, targets): (Vec<TextSource>, Vec<Vec<u32>>) = sources
             .iter()
             .zip(refs)
-            .map(|(s, r)| self.encode_target(r, &self.source_words(s)))
-            .collect();
+            .map(|(s, r)| {
+                let (source, words) = self.text_source(s);
+                (source, self.encode_target(r, &words))
+            })
+            .unzip();
         self.check_label_shapes(&encoded, &targets)?;
         Ok(s2s_models::scoring::score_all(
             &l.model,
@@ -566,13 +579,15 @@ impl Translator {
                 })
                 .collect());
         }
+        let (sources, words): (Vec<TextSource>, Vec<s2s_data::SourceWords>) =
+            texts.iter().map(|t| self.text_source(t)).unzip();
         Ok(self
-            .search(&self.encode_all(texts), cfg, batch_size)?
+            .search(&sources, cfg, batch_size)?
             .iter()
-            .zip(texts)
-            .map(|(h, text)| {
+            .zip(&words)
+            .map(|(h, words)| {
                 h.first()
-                    .map(|h| self.decode(&h.tokens, &self.source_words(text)))
+                    .map(|h| self.decode(&h.tokens, words))
                     .unwrap_or_default()
             })
             .collect())

@@ -153,8 +153,8 @@ fn labeller(
 }
 
 /// The labelling presets: a BiLSTM tagger (Plank et al. 2016's shape, with Ma and Hovy 2016's
-/// character CNN in place of their character BiLSTM), a BiLSTM classifier with max pooling (Conneau et al. 2017's encoder) and a small
-/// Transformer classifier with attention pooling.
+/// character CNN in place of their character BiLSTM), a BiLSTM classifier with max pooling
+/// (Conneau et al. 2017's encoder) and a small Transformer classifier with attention pooling.
 fn labelling(name: &str) -> Option<ModelConfig> {
     let (base, tiny) = match name.strip_suffix("-tiny") {
         Some(b) => (b, true),

@@ -519,7 +519,7 @@ impl Labeller {
         self.speech.is_some()
     }
 
-    /// Whether it reads each token's spelling ([`crate::decoder::Spelled`] sources).
+    /// Whether it reads each token's spelling ([`crate::decoder::TextSource`]s with spellings).
     pub fn reads_characters(&self) -> bool {
         self.chars.is_some()
     }

@@ -153,7 +153,7 @@ fn text_sources(split: &EncodedSplit) -> Vec<TextSource> {
         .enumerate()
         .map(|(i, ids)| TextSource {
             ids: ids.clone(),
-            spellings: split.src_spellings.get(i).map(|s| s.as_slice().into()),
+            spellings: split.src_spellings.get(i).cloned(),
         })
         .collect()
 }
