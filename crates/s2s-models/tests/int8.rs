@@ -149,6 +149,40 @@ fn a_product_split_over_threads_equals_one_thread() {
     assert_eq!(run(1), run(3));
 }
 
+/// The largest products there are: activations that quantise to +-127 and weights of +-127 and
+/// -128 (a weights file may hold -128), in a pattern of `t / 2` (column `t`) for both, so that
+/// the two products of every pair have the same sign and add up to +-32258 or 32512: where
+/// 16-bit pair sums (AVX2's `vpmaddubsw`) would saturate if a kernel offset the activations.
+#[test]
+fn the_largest_products_do_not_saturate() {
+    let (m, n, k) = (5, 35, 64);
+    let x: Vec<f32> = (0..m * k)
+        .map(|i| if (i % k / 2) % 3 == 0 { -2.5 } else { 2.5 })
+        .collect();
+    let q: Vec<i8> = (0..n * k)
+        .map(|i| match (i % k / 2) % 3 {
+            0 => -128,
+            1 => 127,
+            _ => -127,
+        })
+        .collect();
+    let w = Int8Matrix::from_quantized(&q, vec![0.5; n], n, k);
+    let mut expected = vec![0.0f32; m * n];
+    for i in 0..m {
+        for j in 0..n {
+            let dot: i64 = (0..k)
+                .map(|t| (x[i * k + t] / 2.5 * 127.0) as i64 * q[j * k + t] as i64)
+                .sum();
+            expected[i * n + j] = dot as f32 * (2.5 / 127.0 * 0.5);
+        }
+    }
+    for kernel in Kernel::available() {
+        let mut out = vec![f32::NAN; m * n];
+        w.matmul_with(kernel, &x, m, None, &mut out);
+        assert_eq!(out, expected, "{kernel:?}");
+    }
+}
+
 #[test]
 fn int8_values_round_trip() {
     let (n, k) = (19, 23);

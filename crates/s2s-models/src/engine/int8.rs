@@ -10,8 +10,13 @@
 //! - [`Kernel::Vnni`]: AVX-512 VNNI's `vpdpbusd` (4 unsigned x signed byte products added into
 //!   each 32-bit lane). It needs unsigned activations, so they are stored shifted by 128 and
 //!   `128 * sum_j q[r, j]` (kept per row) is subtracted afterwards, as oneDNN does;
-//! - [`Kernel::Avx2`]: the same sums with AVX2's `vpmaddwd`, bytes widened to 16 bits first
-//!   (`vpmaddubsw` would multiply bytes directly but saturates its 16-bit pair sums);
+//! - [`Kernel::Avx2`]: the same sums with AVX2's `vpmaddubsw` (pairs of unsigned x signed byte
+//!   products added into 16-bit lanes, saturating) and `vpmaddwd` by ones (pairs of those into
+//!   32-bit lanes). It multiplies `|w|` by `x` with `w`'s sign moved onto it (`vpsignb`): both
+//!   at most 127 in magnitude, a pair sums to at most `2 * 127 * 127 = 32258`, which cannot
+//!   saturate, so no offset is needed and the sums are exact. (With activations offset by 128, as
+//!   `vpdpbusd` needs, a pair could reach `2 * 255 * 127` and saturate: oneDNN's AVX2 products
+//!   accept that rounding; these do not);
 //! - [`Kernel::Portable`]: the same loops in plain Rust, compiled for the baseline target and
 //!   vectorised by the compiler. The fallback wherever AVX2 is missing.
 //!
@@ -24,7 +29,7 @@ use std::sync::OnceLock;
 const PANEL: usize = 16;
 /// Inner-dimension values per 32-bit lane (`vpdpbusd` adds 4 byte products).
 const GROUP: usize = 4;
-/// The activations' offset, making them unsigned for `vpdpbusd`.
+/// The activations' offset where a kernel needs them unsigned (`vpdpbusd`; [`Kernel::offset`]).
 const OFFSET: i32 = 128;
 /// Products at least this large (m * n * k) are split over the threads of the current rayon pool;
 /// below it, waking a thread costs more than it saves.
@@ -35,7 +40,7 @@ const PARALLEL_WORK: usize = 1 << 22;
 pub enum Kernel {
     /// AVX-512 VNNI (`avx512f`, `avx512bw`, `avx512vnni`).
     Vnni,
-    /// AVX2 (`vpmaddwd` on bytes widened to 16 bits).
+    /// AVX2 (`vpmaddubsw` on `|w|` and `x` signed by `w`, then `vpmaddwd` by ones).
     Avx2,
     /// The plain loops compiled for the baseline target: every CPU.
     Portable,
@@ -69,11 +74,21 @@ impl Kernel {
     /// The micro-kernel's tile: activation rows and 16-column panels per call. VNNI's sums take
     /// 5 cycles before the next `vpdpbusd` into the same register can start, and a core issues
     /// two per cycle: 6 rows x 2 panels keep 12 independent sums in flight (of 32 registers), where
-    /// 4 x 1 left the unit idle half the time. AVX2 has 16 registers, already more than full.
+    /// 4 x 1 left the unit idle half the time. AVX2 has 16 registers: 4 rows x 2 registers of
+    /// sums, the panel's bytes and their magnitudes (4), a row's bytes, a scratch and the ones.
     fn tile(self) -> (usize, usize) {
         match self {
             Kernel::Vnni => (6, 2),
             Kernel::Avx2 | Kernel::Portable => (4, 1),
+        }
+    }
+
+    /// What the kernel adds to every quantised activation: 128 where it multiplies unsigned
+    /// activations (`vpdpbusd`, and the portable loops, which mirror it), 0 where signed.
+    fn offset(self) -> i32 {
+        match self {
+            Kernel::Vnni | Kernel::Portable => OFFSET,
+            Kernel::Avx2 => 0,
         }
     }
 
@@ -320,21 +335,25 @@ impl Int8Matrix {
     }
 }
 
-/// Activations quantised per row, shifted to unsigned, each row padded to whole column groups
-/// (with the offset, i.e. zero).
+/// Activations quantised per row, shifted by the kernel's offset ([`Kernel::offset`]; with
+/// offset 0 the bytes are the signed values), each row padded to whole column groups (with the
+/// offset, i.e. zero).
 struct QuantizedRows {
     values: Vec<u8>,
     scales: Vec<f32>,
     /// Bytes per row: a multiple of [`GROUP`].
     stride: usize,
+    offset: i32,
 }
 
 impl QuantizedRows {
     fn of(kernel: Kernel, x: &[f32], m: usize, k: usize, stride: usize) -> Self {
+        let offset = kernel.offset();
         let mut rows = Self {
-            values: vec![OFFSET as u8; m * stride],
+            values: vec![offset as u8; m * stride],
             scales: vec![0.0f32; m],
             stride,
+            offset,
         };
         match kernel {
             #[cfg(target_arch = "x86_64")]
@@ -352,14 +371,14 @@ impl QuantizedRows {
     #[target_feature(enable = "avx2")]
     unsafe fn fill_avx2(&mut self, x: &[f32], k: usize) {
         // SAFETY: the caller's CPU has AVX2 (see above).
-        self.fill(x, k, |row, inv, out| unsafe {
-            offset_row_avx2(row, inv, out)
+        self.fill(x, k, |row, inv, offset, out| unsafe {
+            offset_row_avx2(row, inv, offset, out)
         })
     }
 
     /// Each row of `x: [m, k]`: its scale, and its values quantised and shifted by `quantize`.
     #[inline(always)]
-    fn fill(&mut self, x: &[f32], k: usize, quantize: impl Fn(&[f32], f32, &mut [u8])) {
+    fn fill(&mut self, x: &[f32], k: usize, quantize: impl Fn(&[f32], f32, i32, &mut [u8])) {
         for (r, scale) in self.scales.iter_mut().enumerate() {
             let row = &x[r * k..(r + 1) * k];
             let (s, inv) = row_scale(row);
@@ -367,17 +386,18 @@ impl QuantizedRows {
             quantize(
                 row,
                 inv,
+                self.offset,
                 &mut self.values[r * self.stride..r * self.stride + k],
             );
         }
     }
 }
 
-/// `out = quantize_value(row, inv) + 128`, value by value.
+/// `out = quantize_value(row, inv) + offset` (128 or 0), value by value, as bytes.
 #[inline(always)]
-fn offset_row(row: &[f32], inv: f32, out: &mut [u8]) {
+fn offset_row(row: &[f32], inv: f32, offset: i32, out: &mut [u8]) {
     for (v, &x) in out.iter_mut().zip(row) {
-        *v = (quantize_value(x, inv) as i32 + OFFSET) as u8;
+        *v = (quantize_value(x, inv) as i32 + offset) as u8;
     }
 }
 
@@ -386,10 +406,12 @@ fn offset_row(row: &[f32], inv: f32, out: &mut [u8]) {
 /// quantising the activations then costs about as much as the product.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn offset_row_avx2(row: &[f32], inv: f32, out: &mut [u8]) {
+unsafe fn offset_row_avx2(row: &[f32], inv: f32, offset: i32, out: &mut [u8]) {
     use std::arch::x86_64::*;
     let (hi, lo) = (_mm256_set1_ps(127.0), _mm256_set1_ps(-127.0));
-    let offset = _mm256_set1_epi32(OFFSET);
+    // Adding 128 to a byte in [-127, 127] flips its top bit.
+    let flip = _mm_set1_epi8(if offset == OFFSET { i8::MIN } else { 0 });
+    debug_assert!(offset == OFFSET || offset == 0);
     let inv8 = _mm256_set1_ps(inv);
     let whole = row.len() / 8 * 8;
     for (xs, qs) in row[..whole].chunks_exact(8).zip(out.chunks_exact_mut(8)) {
@@ -400,16 +422,16 @@ unsafe fn offset_row_avx2(row: &[f32], inv: f32, out: &mut [u8]) {
             // with rounding (its bounds are integers).
             let v = _mm256_and_ps(v, _mm256_cmp_ps::<_CMP_ORD_Q>(v, v));
             let v = _mm256_max_ps(lo, _mm256_min_ps(hi, v));
-            // Rounds half to even (the default rounding mode); 1..=255 after the offset.
-            let q = _mm256_add_epi32(_mm256_cvtps_epi32(v), offset);
-            // Per 128-bit lane: 32 -> 16 -> 8 bits, so each lane's first 4 bytes hold its 4
-            // values; then the two lanes' 4 bytes side by side.
-            let q = _mm256_packus_epi16(_mm256_packs_epi32(q, q), q);
+            // Rounds half to even (the default rounding mode), to [-127, 127].
+            let q = _mm256_cvtps_epi32(v);
+            // Per 128-bit lane: 32 -> 16 -> 8 bits (no value saturates), so each lane's first 4
+            // bytes hold its 4 values; then the two lanes' 4 bytes side by side.
+            let q = _mm256_packs_epi16(_mm256_packs_epi32(q, q), q);
             let q = _mm_unpacklo_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256::<1>(q));
-            _mm_storel_epi64(qs.as_mut_ptr() as *mut __m128i, q);
+            _mm_storel_epi64(qs.as_mut_ptr() as *mut __m128i, _mm_xor_si128(q, flip));
         }
     }
-    offset_row(&row[whole..], inv, &mut out[whole..]);
+    offset_row(&row[whole..], inv, offset, &mut out[whole..]);
 }
 
 /// The output, written by several threads at once, each to its own columns.
@@ -496,8 +518,8 @@ impl Product<'_> {
         }
     }
 
-    /// `out[r, c] = scale_a[r] * scale_w[c] * (sum - 128 * row_sum[c]) + bias[c]` for panel `p`,
-    /// whose sums are the tile's panel `q`.
+    /// `out[r, c] = scale_a[r] * scale_w[c] * (sum - offset * row_sum[c]) + bias[c]` for panel
+    /// `p`, whose sums are the tile's panel `q`.
     #[inline(always)]
     fn store(&self, p: usize, r0: usize, rows: usize, sums: &TileSums, q: usize) {
         let n = self.w.rows;
@@ -505,6 +527,7 @@ impl Product<'_> {
         let width = PANEL.min(n - c0);
         let row_sums = &self.w.row_sums[c0..c0 + width];
         let scales = &self.w.scales[c0..c0 + width];
+        let offset = self.a.offset;
         for (i, sums) in sums.iter().enumerate().take(rows) {
             let sa = self.a.scales[r0 + i];
             // SAFETY: row `r0 + i` < m and columns `c0..c0 + width` <= n lie inside `out`
@@ -513,7 +536,7 @@ impl Product<'_> {
                 unsafe { std::slice::from_raw_parts_mut(self.out.0.add((r0 + i) * n + c0), width) };
             let sums = &sums[q][..width];
             for c in 0..width {
-                out[c] = (sums[c] - OFFSET * row_sums[c]) as f32 * (sa * scales[c]);
+                out[c] = (sums[c] - offset * row_sums[c]) as f32 * (sa * scales[c]);
             }
             if let Some(b) = self.bias {
                 for (o, b) in out.iter_mut().zip(&b[c0..c0 + width]) {
@@ -652,11 +675,12 @@ mod avx2 {
     use super::{GROUP, PANEL, TileSums};
     use std::arch::x86_64::*;
 
-    // [`super::dot_tile_plain`] with AVX2: each step widens the panel's 64 bytes for one column
-    // group to 16 bits once (four registers of four columns x 4 bytes) and multiplies them by
-    // every row's 4 bytes, widened and broadcast, with `vpmaddwd` (pairs of products added into
-    // 32-bit lanes; 255 * 127 * 2 cannot overflow). Column `c` of a register ends as two lanes,
-    // added at the end.
+    // [`super::dot_tile_plain`] for signed activations, with AVX2: each step loads the panel's 64
+    // bytes for one column group (two registers of 8 columns x 4 bytes) and their magnitudes
+    // once, and for every row broadcasts its 4 bytes, gives them each weight's sign (`vpsignb`),
+    // multiplies them by the weights' magnitudes (`vpmaddubsw`, pairs into 16 bits: exact, see
+    // the module's notes) and adds the pairs into 32-bit lanes (`vpmaddwd` by ones), one lane
+    // per column, as `vpdpbusd` would.
     simd_dot_tile!("avx2", (4, 1), (3, 1), (2, 1), (1, 1));
 
     #[target_feature(enable = "avx2")]
@@ -669,37 +693,29 @@ mod avx2 {
         sums: &mut TileSums,
     ) {
         const { assert!(P == 1, "the AVX2 kernel's tiles are one panel wide") };
-        let mut acc = [[_mm256_setzero_si256(); 4]; R];
+        let mut acc = [[_mm256_setzero_si256(); 2]; R];
+        let ones = _mm256_set1_epi16(1);
         let (a, b) = (a.as_ptr(), panel.as_ptr());
         for g in 0..groups {
             // SAFETY (all pointer reads): group `g < groups` of the panel is 64 bytes inside
             // `panel`, and each row's 4 bytes at `g * 4` lie inside `a` (checked above).
-            let p = unsafe { b.add(g * PANEL * GROUP) } as *const __m128i;
-            let w = unsafe {
-                [
-                    _mm256_cvtepi8_epi16(_mm_loadu_si128(p)),
-                    _mm256_cvtepi8_epi16(_mm_loadu_si128(p.add(1))),
-                    _mm256_cvtepi8_epi16(_mm_loadu_si128(p.add(2))),
-                    _mm256_cvtepi8_epi16(_mm_loadu_si128(p.add(3))),
-                ]
-            };
+            let p = unsafe { b.add(g * PANEL * GROUP) } as *const __m256i;
+            let w = unsafe { [_mm256_loadu_si256(p), _mm256_loadu_si256(p.add(1))] };
+            let magnitude = [_mm256_abs_epi8(w[0]), _mm256_abs_epi8(w[1])];
             for (i, acc) in acc.iter_mut().enumerate() {
                 let x = unsafe { (a.add(i * stride + g * GROUP) as *const i32).read_unaligned() };
-                // The row's 4 bytes as 16-bit values, repeated in every 64-bit lane.
-                let x = _mm256_broadcastq_epi64(_mm_cvtepu8_epi16(_mm_cvtsi32_si128(x)));
-                for (acc, w) in acc.iter_mut().zip(&w) {
-                    *acc = _mm256_add_epi32(*acc, _mm256_madd_epi16(x, *w));
+                let x = _mm256_set1_epi32(x);
+                for q in 0..2 {
+                    let signed = _mm256_sign_epi8(x, w[q]);
+                    let pairs = _mm256_maddubs_epi16(magnitude[q], signed);
+                    acc[q] = _mm256_add_epi32(acc[q], _mm256_madd_epi16(pairs, ones));
                 }
             }
         }
-        for (i, acc) in acc.iter().enumerate() {
+        for (acc, sums) in acc.iter().zip(sums.iter_mut()) {
             for (q, acc) in acc.iter().enumerate() {
-                let mut lanes = [0i32; 8];
-                // SAFETY: `lanes` is 8 i32s, one 256-bit store.
-                unsafe { _mm256_storeu_si256(lanes.as_mut_ptr() as *mut __m256i, *acc) };
-                for c in 0..4 {
-                    sums[i][0][4 * q + c] = lanes[2 * c] + lanes[2 * c + 1];
-                }
+                // SAFETY: `sums[0][8q..8q + 8]` is 8 i32s, one 256-bit store.
+                unsafe { _mm256_storeu_si256(sums[0][8 * q..].as_mut_ptr() as *mut __m256i, *acc) };
             }
         }
     }
