@@ -67,7 +67,7 @@ pub enum CorpusSource {
     /// One example per line, `LABEL text` or `LABEL<TAB>text` (classification).
     Labelled { path: PathBuf },
     /// Speech: one utterance per line, `AUDIO_PATH<TAB>transcript`, paths relative to the
-    /// manifest's folder ([`crate::audio::digits::read_manifest`]).
+    /// manifest's folder ([`crate::audio::read_manifest`]).
     Manifest { path: PathBuf },
     /// Speech: a Kaldi data folder, `wav.scp` and `text`.
     KaldiDir { path: PathBuf },
