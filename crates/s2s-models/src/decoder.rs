@@ -180,6 +180,7 @@ impl<S: ModelSource> StepModel for Decoder<'_, S> {
         let model = match self.model {
             Seq2SeqModel::Rnn(m) => {
                 let (enc, dec) = m.encode(src.ids, src.pad);
+                let enc = m.project_memory(enc);
                 ModelState::Rnn { enc, dec }
             }
             Seq2SeqModel::Transformer(m) => ModelState::Transformer(m.start(&src)),

@@ -107,6 +107,9 @@ pub struct EncCtx {
     pub memory: Option<Memory>,
     /// The fixed context C, when the decoder reads it at every step.
     pub context: Option<Tensor<2>>,
+    /// Whether each attention value is followed by its layer-0 input projection
+    /// ([`RnnSeq2Seq::project_memory`]), so that attending yields the context's projection too.
+    pub projected: bool,
 }
 
 /// Decoder state between steps.
@@ -123,6 +126,7 @@ impl EncCtx {
         EncCtx {
             memory: self.memory.as_ref().map(|m| m.select_rows(rows)),
             context: self.context.clone().map(|c| c.select(0, idx.clone())),
+            projected: self.projected,
         }
     }
 }
@@ -311,6 +315,7 @@ impl RnnSeq2Seq {
                     EncCtx {
                         memory: None,
                         context,
+                        projected: false,
                     },
                     DecState { layers, feed: None },
                 )
@@ -327,6 +332,7 @@ impl RnnSeq2Seq {
                     EncCtx {
                         memory: Some(memory),
                         context: None,
+                        projected: false,
                     },
                     DecState {
                         layers: repeat(s0),
@@ -347,10 +353,34 @@ impl RnnSeq2Seq {
                     EncCtx {
                         memory: Some(memory),
                         context: None,
+                        projected: false,
                     },
                     DecState { layers, feed },
                 )
             }
+        }
+    }
+
+    /// For decoding: Bahdanau's context enters the recurrence only through the layer-0 projection
+    /// `W c = sum_j a_j (W h_j)`, so each encoder state's projection is computed once per sentence
+    /// and stored after the state in the memory's values; attending then weighs both in one pass.
+    /// A step's `rows x enc_out x 3 hidden` product becomes a weighted sum over the source, and beams
+    /// share it. Training keeps the per-step product (its results differ only by rounding).
+    pub fn project_memory(&self, enc: EncCtx) -> EncCtx {
+        match (&enc.memory, &self.dec_extra_proj, self.cfg.attention) {
+            (Some(memory), Some(proj), RnnAttention::Bahdanau) if !enc.projected => {
+                let values = memory.values.clone();
+                let projected = proj.forward(values.clone());
+                EncCtx {
+                    memory: Some(Memory {
+                        values: Tensor::cat(vec![values, projected], 2),
+                        ..memory.clone()
+                    }),
+                    context: enc.context,
+                    projected: true,
+                }
+            }
+            _ => enc,
         }
     }
 
@@ -367,24 +397,33 @@ impl RnnSeq2Seq {
         let DecState { layers, feed } = state;
         let mut attn = None;
         let mut bahdanau_ctx = None;
+        let mut extra_proj = None;
         let extra = match cfg.attention {
             RnnAttention::None => enc.context.clone(),
             RnnAttention::Luong => feed,
             RnnAttention::Bahdanau => {
                 let query = layers.last().unwrap().h.clone(); // s_{i-1}
-                let (c, a) = self
+                let (mut c, a) = self
                     .attention
                     .as_ref()
                     .unwrap()
                     .attend(query, enc.memory.as_ref().unwrap());
                 attn = Some(a);
+                if enc.projected {
+                    let [rows, width] = c.dims();
+                    let enc_out = width - emb_proj.dims()[1];
+                    extra_proj = Some(c.clone().slice([0..rows, enc_out..width]));
+                    c = c.slice([0..rows, 0..enc_out]);
+                }
                 bahdanau_ctx = Some(c.clone());
                 Some(c)
             }
         };
         let mut x_proj = emb_proj;
-        if let (Some(proj), Some(extra)) = (&self.dec_extra_proj, extra) {
-            x_proj = x_proj + proj.forward(extra);
+        match (extra_proj, &self.dec_extra_proj, extra) {
+            (Some(projected), _, _) => x_proj = x_proj + projected,
+            (None, Some(proj), Some(extra)) => x_proj = x_proj + proj.forward(extra),
+            _ => {}
         }
         let mut new_layers = Vec::with_capacity(layers.len());
         for (l, prev) in layers.into_iter().enumerate() {
