@@ -29,7 +29,7 @@ fn main() {
         print!(" {:>14}", format!("{} GMAC/s", k.name()));
     }
     println!();
-    for m in [1, 5, 32, 160] {
+    for m in [1, 5, 8, 32, 160] {
         for (k, n) in [(256, 256), (256, 1024), (1024, 256), (256, 8000)] {
             let macs = (m * k * n) as f64 / 1e9;
             let a: Tensor<2> = Tensor::random([m, k], Distribution::Default, &dev);

@@ -37,8 +37,9 @@ fn reference(x: &[f32], m: usize, w: &[f32], n: usize, k: usize, bias: &[f32]) -
 }
 
 /// Shapes around the kernels' block sizes (16 outputs per panel, 4 inputs per group, tiles of 4
-/// rows x 1 panel and 6 rows x 2 panels), including 1s and sizes one off.
-const SHAPES: [(usize, usize, usize); 15] = [
+/// rows x 1 panel, 6 rows x 2 panels and AMX's 16 or 32 rows x 1 or 2 panels x 64 inputs), including
+/// 1s and sizes one off.
+const SHAPES: [(usize, usize, usize); 19] = [
     (6, 32, 8),
     (12, 47, 20),
     (11, 65, 33),
@@ -54,6 +55,11 @@ const SHAPES: [(usize, usize, usize); 15] = [
     (13, 100, 37),
     (64, 70, 255),
     (33, 257, 130),
+    // AMX tiles (from 8 rows): whole and partial tiles of rows, panels and inner blocks.
+    (8, 16, 64),
+    (16, 32, 256),
+    (17, 33, 1000),
+    (160, 48, 64),
 ];
 
 #[test]
@@ -155,7 +161,7 @@ fn a_product_split_over_threads_equals_one_thread() {
 /// 16-bit pair sums (AVX2's `vpmaddubsw`) would saturate if a kernel offset the activations.
 #[test]
 fn the_largest_products_do_not_saturate() {
-    let (m, n, k) = (5, 35, 64);
+    let (m, n, k) = (20, 35, 64);
     let x: Vec<f32> = (0..m * k)
         .map(|i| if (i % k / 2) % 3 == 0 { -2.5 } else { 2.5 })
         .collect();

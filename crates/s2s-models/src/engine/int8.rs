@@ -7,6 +7,10 @@
 //! `int8_float32` scheme. The integer sums are exact, so every kernel returns the same bits.
 //!
 //! Kernels, picked at run time ([`Kernel::best`]):
+//! - [`Kernel::Amx`]: AMX's `tdpbssd` (a 16 x 64 tile of signed activation bytes times a 64 x 16
+//!   tile of signed weight bytes, added into a 16 x 16 tile of 32-bit sums, in one instruction).
+//!   Signed times signed, so no offset is needed. Products of fewer than [`AMX_MIN_ROWS`] rows run
+//!   the VNNI kernel instead: a tile is 16 rows, and one or five rows would waste most of it;
 //! - [`Kernel::Vnni`]: AVX-512 VNNI's `vpdpbusd` (4 unsigned x signed byte products added into
 //!   each 32-bit lane). It needs unsigned activations, so they are stored shifted by 128 and
 //!   `128 * sum_j q[r, j]` (kept per row) is subtracted afterwards, as oneDNN does;
@@ -31,6 +35,13 @@ const PANEL: usize = 16;
 const GROUP: usize = 4;
 /// The activations' offset where a kernel needs them unsigned (`vpdpbusd`; [`Kernel::offset`]).
 const OFFSET: i32 = 128;
+/// Activation rows from which [`Kernel::Amx`] multiplies with AMX tiles (16 rows each); smaller
+/// products run [`Kernel::Vnni`], the same integers.
+pub const AMX_MIN_ROWS: usize = 8;
+/// Bytes of one row of an AMX tile: 64 activation values, or 16 weight columns x 4 values.
+const AMX_ROW_BYTES: usize = 64;
+/// Column groups per AMX weight tile (its 16 rows of 64 bytes).
+const AMX_GROUPS: usize = AMX_ROW_BYTES / GROUP;
 /// Products at least this large (m * n * k) are split over the threads of the current rayon pool;
 /// below it, waking a thread costs more than it saves.
 const PARALLEL_WORK: usize = 1 << 22;
@@ -38,6 +49,9 @@ const PARALLEL_WORK: usize = 1 << 22;
 /// An int8 matrix kernel. All compute the same integers; they differ only in speed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kernel {
+    /// AMX tiles (`amx-tile`, `amx-int8`, with the kernel's permission from Linux), and VNNI for
+    /// products of few rows.
+    Amx,
     /// AVX-512 VNNI (`avx512f`, `avx512bw`, `avx512vnni`).
     Vnni,
     /// AVX2 (`vpmaddubsw` on `|w|` and `x` signed by `w`, then `vpmaddwd` by ones).
@@ -49,7 +63,7 @@ pub enum Kernel {
 impl Kernel {
     /// The kernels this CPU can run, fastest first.
     pub fn available() -> Vec<Kernel> {
-        [Kernel::Vnni, Kernel::Avx2, Kernel::Portable]
+        [Kernel::Amx, Kernel::Vnni, Kernel::Avx2, Kernel::Portable]
             .into_iter()
             .filter(|k| k.is_available())
             .collect()
@@ -64,9 +78,11 @@ impl Kernel {
                     && is_x86_feature_detected!("avx512vnni")
             }
             #[cfg(target_arch = "x86_64")]
+            Kernel::Amx => Kernel::Vnni.is_available() && amx::permitted(),
+            #[cfg(target_arch = "x86_64")]
             Kernel::Avx2 => is_x86_feature_detected!("avx2"),
             #[cfg(not(target_arch = "x86_64"))]
-            Kernel::Vnni | Kernel::Avx2 => false,
+            Kernel::Amx | Kernel::Vnni | Kernel::Avx2 => false,
             Kernel::Portable => true,
         }
     }
@@ -76,8 +92,11 @@ impl Kernel {
     /// two per cycle: 6 rows x 2 panels keep 12 independent sums in flight (of 32 registers), where
     /// 4 x 1 left the unit idle half the time. AVX2 has 16 registers: 4 rows x 2 registers of
     /// sums, the panel's bytes and their magnitudes (4), a row's bytes, a scratch and the ones.
+    /// AMX has 8 tile registers: 2 x 2 tiles of sums (32 rows x 2 panels), 2 of activations and 2
+    /// of weights.
     fn tile(self) -> (usize, usize) {
         match self {
+            Kernel::Amx => (32, 2),
             Kernel::Vnni => (6, 2),
             Kernel::Avx2 | Kernel::Portable => (4, 1),
         }
@@ -88,19 +107,20 @@ impl Kernel {
     fn offset(self) -> i32 {
         match self {
             Kernel::Vnni | Kernel::Portable => OFFSET,
-            Kernel::Avx2 => 0,
+            Kernel::Avx2 | Kernel::Amx => 0,
         }
     }
 
     pub fn name(self) -> &'static str {
         match self {
+            Kernel::Amx => "amx",
             Kernel::Vnni => "vnni",
             Kernel::Avx2 => "avx2",
             Kernel::Portable => "portable",
         }
     }
 
-    /// The fastest kernel this CPU has, checked once per process. `S2S_INT8_KERNEL=vnni|avx2|
+    /// The fastest kernel this CPU has, checked once per process. `S2S_INT8_KERNEL=amx|vnni|avx2|
     /// portable` picks another (for benchmarks and checks); one the CPU lacks falls back to the
     /// fastest, with a warning.
     pub fn best() -> Kernel {
@@ -134,6 +154,9 @@ impl Kernel {
 
 /// A weight `[rows, cols]` quantised per row, packed for the kernels: panels of 16 rows, and in
 /// each panel, for every 4 columns, the 16 rows' 4 bytes back to back (64 bytes, one register).
+/// A panel's groups are thus the rows of AMX weight tiles, 16 groups (64 columns) per tile; the
+/// last tile of a panel whose groups are not a multiple of 16 reads on into the next panel, or
+/// into [`AMX_SLACK`] zero bytes after the last, where the activations it meets are zero padding.
 #[derive(Clone, PartialEq)]
 pub struct Int8Matrix {
     rows: usize,
@@ -151,6 +174,9 @@ impl std::fmt::Debug for Int8Matrix {
         write!(f, "Int8Matrix[{}, {}]", self.rows, self.cols)
     }
 }
+
+/// Zero bytes after the last panel: what its last AMX weight tile may read past its groups.
+const AMX_SLACK: usize = (AMX_GROUPS - 1) * PANEL * GROUP;
 
 /// The scale of a row and the values it quantises to: `max |x| / 127`, rounding half to even.
 /// An all-zero row has scale 0 and quantises to zeros.
@@ -214,7 +240,7 @@ impl Int8Matrix {
         assert_eq!(scales.len(), rows, "Int8Matrix::from_quantized: scales");
         let groups = cols.div_ceil(GROUP);
         let panels = rows.div_ceil(PANEL);
-        let mut packed = vec![0i8; panels * groups * PANEL * GROUP];
+        let mut packed = vec![0i8; panels * groups * PANEL * GROUP + AMX_SLACK];
         let mut row_sums = vec![0i32; rows];
         for (r, row) in q.chunks(cols.max(1)).take(rows).enumerate() {
             let (p, c) = (r / PANEL, r % PANEL);
@@ -308,6 +334,12 @@ impl Int8Matrix {
             kernel.is_available(),
             "int8 kernel {kernel:?} needs CPU features this CPU lacks"
         );
+        // AMX tiles would be mostly padding below 16 rows; VNNI computes the same integers.
+        let kernel = if kernel == Kernel::Amx && m < AMX_MIN_ROWS {
+            Kernel::Vnni
+        } else {
+            kernel
+        };
         let a = QuantizedRows::of(kernel, x, m, k, self.groups * GROUP);
         let panels = n.div_ceil(PANEL);
         let threads = if m * n * k >= PARALLEL_WORK {
@@ -337,7 +369,8 @@ impl Int8Matrix {
 
 /// Activations quantised per row, shifted by the kernel's offset ([`Kernel::offset`]; with
 /// offset 0 the bytes are the signed values), each row padded to whole column groups (with the
-/// offset, i.e. zero).
+/// offset, i.e. zero). For AMX, rows are padded to whole tile rows (64 bytes) and the rows to
+/// whole tiles (16), all zero.
 struct QuantizedRows {
     values: Vec<u8>,
     scales: Vec<f32>,
@@ -349,8 +382,15 @@ struct QuantizedRows {
 impl QuantizedRows {
     fn of(kernel: Kernel, x: &[f32], m: usize, k: usize, stride: usize) -> Self {
         let offset = kernel.offset();
+        let (stride, padded_rows) = match kernel {
+            Kernel::Amx => (
+                stride.next_multiple_of(AMX_ROW_BYTES),
+                m.next_multiple_of(PANEL),
+            ),
+            _ => (stride, m),
+        };
         let mut rows = Self {
-            values: vec![offset as u8; m * stride],
+            values: vec![offset as u8; padded_rows * stride],
             scales: vec![0.0f32; m],
             stride,
             offset,
@@ -359,7 +399,7 @@ impl QuantizedRows {
             #[cfg(target_arch = "x86_64")]
             // SAFETY: `matmul_with` checked that the CPU has the kernel's features (VNNI's
             // include AVX2).
-            Kernel::Vnni | Kernel::Avx2 => unsafe { rows.fill_avx2(x, k) },
+            Kernel::Amx | Kernel::Vnni | Kernel::Avx2 => unsafe { rows.fill_avx2(x, k) },
             _ => rows.fill(x, k, offset_row),
         }
         rows
@@ -461,6 +501,10 @@ impl Product<'_> {
     fn run(&self, panels: std::ops::Range<usize>) {
         match self.kernel {
             #[cfg(target_arch = "x86_64")]
+            // SAFETY: `matmul_with` checked that the CPU has the kernel's features, and the
+            // process has AMX's permission (`amx::permitted`).
+            Kernel::Amx => unsafe { self.panels_amx(panels) },
+            #[cfg(target_arch = "x86_64")]
             // SAFETY: `matmul_with` checked that the CPU has the kernel's features.
             Kernel::Vnni => unsafe { self.panels_avx512(panels) },
             #[cfg(target_arch = "x86_64")]
@@ -474,6 +518,46 @@ impl Product<'_> {
     #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
     unsafe fn panels_avx512(&self, panels: std::ops::Range<usize>) {
         self.panels(panels)
+    }
+
+    /// [`Product::panels`] with AMX tiles: 32 rows (two tiles) by 2 panels (two tiles) of sums at
+    /// a time, over the inner dimension 64 values (one tile of activations per 16 rows and one of
+    /// weights per panel) at a time.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+    unsafe fn panels_amx(&self, panels: std::ops::Range<usize>) {
+        let m = self.a.scales.len();
+        let (stride, blocks) = (self.a.stride, self.a.stride / AMX_ROW_BYTES);
+        let size = self.w.groups * PANEL * GROUP;
+        debug_assert!(self.a.values.len() >= m.next_multiple_of(PANEL) * stride);
+        debug_assert!(self.w.packed.len() >= panels.end * size + AMX_SLACK);
+        let mut sums: amx::Sums = [[[[0; PANEL]; PANEL]; 2]; 2];
+        // SAFETY: the caller's CPU has AMX, with the permission (see `run`); every tile read
+        // lies inside the padded activations and the packed weights with their slack (checked
+        // above, and `amx::tile`'s notes).
+        unsafe {
+            amx::configure();
+            let mut p = panels.start;
+            while p < panels.end {
+                let np = 2.min(panels.end - p);
+                let w = self.w.packed.as_ptr().add(p * size);
+                for r0 in (0..m).step_by(2 * PANEL) {
+                    let a = self.a.values.as_ptr().add(r0 * stride);
+                    let rows = (2 * PANEL).min(m - r0);
+                    match (rows > PANEL, np) {
+                        (true, 2) => amx::tile::<2, 2>(a, stride, w, size, blocks, &mut sums),
+                        (true, _) => amx::tile::<2, 1>(a, stride, w, size, blocks, &mut sums),
+                        (false, 2) => amx::tile::<1, 2>(a, stride, w, size, blocks, &mut sums),
+                        (false, _) => amx::tile::<1, 1>(a, stride, w, size, blocks, &mut sums),
+                    }
+                    for (q, panel) in (p..p + np).enumerate() {
+                        self.store(panel, r0, rows, |i| &sums[i / PANEL][q][i % PANEL]);
+                    }
+                }
+                p += np;
+            }
+            amx::release();
+        }
     }
 
     #[cfg(target_arch = "x86_64")]
@@ -510,8 +594,8 @@ impl Product<'_> {
                     },
                     _ => dot_tile_plain(a, stride, rows, w, np, groups, &mut sums),
                 }
-                for q in 0..np {
-                    self.store(p + q, r0, rows, &sums, q);
+                for (q, panel) in (p..p + np).enumerate() {
+                    self.store(panel, r0, rows, |i| &sums[i][q]);
                 }
             }
             p += np;
@@ -519,22 +603,28 @@ impl Product<'_> {
     }
 
     /// `out[r, c] = scale_a[r] * scale_w[c] * (sum - offset * row_sum[c]) + bias[c]` for panel
-    /// `p`, whose sums are the tile's panel `q`.
+    /// `p` and rows `r0..r0 + rows`, whose sums `sums_of(i)` gives for row `r0 + i`.
     #[inline(always)]
-    fn store(&self, p: usize, r0: usize, rows: usize, sums: &TileSums, q: usize) {
+    fn store<'s>(
+        &self,
+        p: usize,
+        r0: usize,
+        rows: usize,
+        sums_of: impl Fn(usize) -> &'s [i32; PANEL],
+    ) {
         let n = self.w.rows;
         let c0 = p * PANEL;
         let width = PANEL.min(n - c0);
         let row_sums = &self.w.row_sums[c0..c0 + width];
         let scales = &self.w.scales[c0..c0 + width];
         let offset = self.a.offset;
-        for (i, sums) in sums.iter().enumerate().take(rows) {
+        for i in 0..rows {
             let sa = self.a.scales[r0 + i];
             // SAFETY: row `r0 + i` < m and columns `c0..c0 + width` <= n lie inside `out`
             // (`m * n` values), and no other thread writes these columns.
             let out =
                 unsafe { std::slice::from_raw_parts_mut(self.out.0.add((r0 + i) * n + c0), width) };
-            let sums = &sums[q][..width];
+            let sums = &sums_of(i)[..width];
             for c in 0..width {
                 out[c] = (sums[c] - offset * row_sums[c]) as f32 * (sa * scales[c]);
             }
@@ -716,6 +806,156 @@ mod avx2 {
             for (q, acc) in acc.iter().enumerate() {
                 // SAFETY: `sums[0][8q..8q + 8]` is 8 i32s, one 256-bit store.
                 unsafe { _mm256_storeu_si256(sums[0][8 * q..].as_mut_ptr() as *mut __m256i, *acc) };
+            }
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod amx {
+    use super::{AMX_ROW_BYTES, PANEL};
+    use std::arch::asm;
+    use std::sync::OnceLock;
+
+    /// A tile multiplication's sums: `[row tile][panel][row][column]`, as `tilestored` writes them.
+    pub type Sums = [[[[i32; PANEL]; PANEL]; 2]; 2];
+
+    /// Whether this CPU has AMX's tiles and int8 products (CPUID leaf 7: `amx-tile`, `amx-int8`)
+    /// and Linux lets this process use them: their 8 KiB of register state is saved on context
+    /// switches only for processes that ask (`arch_prctl(ARCH_REQ_XCOMP_PERM, XTILEDATA)`); an
+    /// AMX instruction without the permission is an illegal instruction. Asked once per process.
+    pub fn permitted() -> bool {
+        static PERMITTED: OnceLock<bool> = OnceLock::new();
+        *PERMITTED.get_or_init(|| {
+            // CPUID leaf 7 exists wherever the AVX-512 checks before this one passed.
+            let leaf = std::arch::x86_64::__cpuid_count(7, 0);
+            let has = |bit: u32| (leaf.edx >> bit) & 1 == 1;
+            has(24) && has(25) && request_permission()
+        })
+    }
+
+    #[cfg(target_os = "linux")]
+    fn request_permission() -> bool {
+        const ARCH_REQ_XCOMP_PERM: libc::c_long = 0x1023;
+        const XFEATURE_XTILEDATA: libc::c_long = 18;
+        // SAFETY: a system call that only changes this process's permissions.
+        unsafe {
+            libc::syscall(
+                libc::SYS_arch_prctl,
+                ARCH_REQ_XCOMP_PERM,
+                XFEATURE_XTILEDATA,
+            ) == 0
+        }
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    fn request_permission() -> bool {
+        false
+    }
+
+    /// The tile configuration (palette 1): all 8 tiles 16 rows of 64 bytes.
+    #[repr(C, align(64))]
+    struct Config([u8; 64]);
+
+    const CONFIG: Config = {
+        let mut c = [0u8; 64];
+        c[0] = 1;
+        let mut t = 0;
+        while t < 8 {
+            c[16 + 2 * t] = AMX_ROW_BYTES as u8; // bytes per row (little-endian u16)
+            c[48 + t] = PANEL as u8; // rows
+            t += 1;
+        }
+        Config(c)
+    };
+
+    /// Loads the tile configuration on this thread.
+    ///
+    /// # Safety
+    /// The CPU has AMX and the process its permission ([`permitted`]).
+    #[inline(always)]
+    pub unsafe fn configure() {
+        // SAFETY: see above; CONFIG is 64 readable bytes.
+        unsafe { asm!("ldtilecfg [{}]", in(reg) CONFIG.0.as_ptr(), options(nostack, readonly)) };
+    }
+
+    /// Returns the tiles to their initial state, so that context switches need not save them.
+    ///
+    /// # Safety
+    /// As [`configure`].
+    #[inline(always)]
+    pub unsafe fn release() {
+        // SAFETY: see above.
+        unsafe { asm!("tilerelease", options(nostack, nomem)) };
+    }
+
+    /// `sums[t][q][i][c] = sum_j a[16 t + i, j] * w[q][c, j]` for `R` tiles of 16 activation
+    /// rows (signed bytes, `stride` bytes apart, `blocks * 64` of them per row) and `P` panels of
+    /// weights, `size` bytes apart, each `blocks` weight tiles of 16 groups (1 KiB) in a row.
+    /// Tiles: sums in 0-3 (`2 t + q`), activations in 4-5, weights in 6-7.
+    ///
+    /// # Safety
+    /// [`configure`] ran on this thread; `16 R` rows of `blocks * 64` bytes are readable at `a`,
+    /// and `(P - 1) * size + blocks * 1024` bytes at `w`.
+    #[inline(always)]
+    pub unsafe fn tile<const R: usize, const P: usize>(
+        a: *const u8,
+        stride: usize,
+        w: *const i8,
+        size: usize,
+        blocks: usize,
+        sums: &mut Sums,
+    ) {
+        const TILE_BYTES: usize = PANEL * AMX_ROW_BYTES;
+        // SAFETY (every asm block): the CPU has AMX with the permission and the tiles are
+        // configured; the loads read inside the ranges the caller vouches for, the stores write
+        // `sums` (16 rows of 64 bytes per tile).
+        unsafe {
+            asm!("tilezero tmm0", options(nostack, nomem));
+            if P == 2 {
+                asm!("tilezero tmm1", options(nostack, nomem));
+            }
+            if R == 2 {
+                asm!("tilezero tmm2", options(nostack, nomem));
+                if P == 2 {
+                    asm!("tilezero tmm3", options(nostack, nomem));
+                }
+            }
+            for b in 0..blocks {
+                let (a, w) = (a.add(b * AMX_ROW_BYTES), w.add(b * TILE_BYTES));
+                asm!("tileloadd tmm4, [{p} + {s}]", p = in(reg) a, s = in(reg) stride,
+                    options(nostack, readonly));
+                asm!("tileloadd tmm6, [{p} + {s}]", p = in(reg) w, s = in(reg) AMX_ROW_BYTES,
+                    options(nostack, readonly));
+                asm!("tdpbssd tmm0, tmm4, tmm6", options(nostack, nomem));
+                if P == 2 {
+                    asm!("tileloadd tmm7, [{p} + {s}]", p = in(reg) w.add(size),
+                        s = in(reg) AMX_ROW_BYTES, options(nostack, readonly));
+                    asm!("tdpbssd tmm1, tmm4, tmm7", options(nostack, nomem));
+                }
+                if R == 2 {
+                    asm!("tileloadd tmm5, [{p} + {s}]", p = in(reg) a.add(PANEL * stride),
+                        s = in(reg) stride, options(nostack, readonly));
+                    asm!("tdpbssd tmm2, tmm5, tmm6", options(nostack, nomem));
+                    if P == 2 {
+                        asm!("tdpbssd tmm3, tmm5, tmm7", options(nostack, nomem));
+                    }
+                }
+            }
+            let row = AMX_ROW_BYTES;
+            asm!("tilestored [{p} + {s}], tmm0", p = in(reg) sums[0][0].as_mut_ptr(),
+                s = in(reg) row, options(nostack));
+            if P == 2 {
+                asm!("tilestored [{p} + {s}], tmm1", p = in(reg) sums[0][1].as_mut_ptr(),
+                    s = in(reg) row, options(nostack));
+            }
+            if R == 2 {
+                asm!("tilestored [{p} + {s}], tmm2", p = in(reg) sums[1][0].as_mut_ptr(),
+                    s = in(reg) row, options(nostack));
+                if P == 2 {
+                    asm!("tilestored [{p} + {s}], tmm3", p = in(reg) sums[1][1].as_mut_ptr(),
+                        s = in(reg) row, options(nostack));
+                }
             }
         }
     }
