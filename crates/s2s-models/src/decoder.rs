@@ -213,7 +213,7 @@ impl<S: ModelSource> StepModel for Decoder<'_, S> {
                 );
                 let (features, next, attn) = m.decode_step(enc, prev, emb, proj);
                 *dec = next;
-                let hidden = m.pre_output(features);
+                let hidden = m.readout(enc, features);
                 (m.output_layer().logits(hidden.clone()), attn, Some(hidden))
             }
             (Seq2SeqModel::Transformer(m), ModelState::Transformer(state)) => {

@@ -322,6 +322,13 @@ fn cached_decoding_matches_the_parallel_pass() {
         c.score = score;
         configs.push(ModelConfig::Rnn(c));
     }
+    // Bahdanau attention without a readout: decoding keeps the context in the projected memory
+    // (`Projected::Input`); with one (the preset) it keeps only its projections.
+    let Some(ModelConfig::Rnn(mut c)) = preset("rnnsearch-tiny") else {
+        unreachable!("an RNN preset")
+    };
+    c.readout_dim = 0;
+    configs.push(ModelConfig::Rnn(c));
     for cfg in configs {
         common::check_cached_matches_uncached(&common::build(&cfg));
     }

@@ -6,4 +6,6 @@ pub mod encoder;
 pub mod model;
 
 pub use cell::CellKind;
-pub use model::{ContextMode, DecState, EncCtx, RnnAttention, RnnConfig, RnnSeq2Seq};
+pub use model::{
+    ContextMode, DecState, EncCtx, Projected, RnnAttention, RnnConfig, RnnSeq2Seq, StepFeatures,
+};

@@ -107,9 +107,34 @@ pub struct EncCtx {
     pub memory: Option<Memory>,
     /// The fixed context C, when the decoder reads it at every step.
     pub context: Option<Tensor<2>>,
-    /// Whether each attention value is followed by its layer-0 input projection
-    /// ([`RnnSeq2Seq::project_memory`]), so that attending yields the context's projection too.
-    pub projected: bool,
+    /// What the attention values hold ([`RnnSeq2Seq::project_memory`]).
+    pub projected: Projected,
+}
+
+/// The attention values' layout: the encoder states, or what decoding needs of them.
+// One value per batch of sentences, holding a tensor handle: variant sizes do not matter.
+#[allow(clippy::large_enum_variant)]
+#[derive(Clone, Debug)]
+pub enum Projected {
+    /// The encoder states `h_j`.
+    No,
+    /// `[h_j, W_x h_j]`: each state followed by its layer-0 input projection, so that attending
+    /// yields the context and its projection.
+    Input,
+    /// `[W_x h_j, W_rc h_j]`: the input projection and the readout's context part. The context
+    /// itself then enters nothing else, so it is not kept; `readout_rest` holds the readout's
+    /// weight rows for the rest of its input, `[top, emb]`, stacked.
+    InputAndReadout { readout_rest: Tensor<2> },
+}
+
+/// What a decoder step hands the readout (or the output layer, without one).
+#[derive(Clone, Debug)]
+pub struct StepFeatures {
+    /// `[rows, features]`: the whole input, `[top, c, emb]` with Bahdanau attention; with
+    /// [`Projected::InputAndReadout`], the input less the context, `[top, emb]`.
+    pub input: Tensor<2>,
+    /// With [`Projected::InputAndReadout`]: the context's share of the readout, `W_rc c`.
+    pub readout_context: Option<Tensor<2>>,
 }
 
 /// Decoder state between steps.
@@ -126,7 +151,7 @@ impl EncCtx {
         EncCtx {
             memory: self.memory.as_ref().map(|m| m.select_rows(rows)),
             context: self.context.clone().map(|c| c.select(0, idx.clone())),
-            projected: self.projected,
+            projected: self.projected.clone(),
         }
     }
 }
@@ -315,7 +340,7 @@ impl RnnSeq2Seq {
                     EncCtx {
                         memory: None,
                         context,
-                        projected: false,
+                        projected: Projected::No,
                     },
                     DecState { layers, feed: None },
                 )
@@ -332,7 +357,7 @@ impl RnnSeq2Seq {
                     EncCtx {
                         memory: Some(memory),
                         context: None,
-                        projected: false,
+                        projected: Projected::No,
                     },
                     DecState {
                         layers: repeat(s0),
@@ -353,7 +378,7 @@ impl RnnSeq2Seq {
                     EncCtx {
                         memory: Some(memory),
                         context: None,
-                        projected: false,
+                        projected: Projected::No,
                     },
                     DecState { layers, feed },
                 )
@@ -362,61 +387,98 @@ impl RnnSeq2Seq {
     }
 
     /// For decoding: Bahdanau's context enters the recurrence only through the layer-0 projection
-    /// `W c = sum_j a_j (W h_j)`, so each encoder state's projection is computed once per sentence
-    /// and stored after the state in the memory's values; attending then weighs both in one pass.
-    /// A step's `rows x enc_out x 3 hidden` product becomes a weighted sum over the source, and beams
-    /// share it. Training keeps the per-step product (its results differ only by rounding).
+    /// `W_x c = sum_j a_j (W_x h_j)`, and the readout only through its context part `W_rc c`
+    /// likewise, so each encoder state's projections are computed once per sentence and the
+    /// memory's values hold them; attending then weighs them in one pass. A step's `rows x enc_out
+    /// x (3 hidden + readout)` products become weighted sums over the source, and beams share
+    /// them. Without a readout the output layer reads the context itself, which then stays in the
+    /// values ([`Projected::Input`]). Training keeps the per-step products (the results differ
+    /// only by rounding).
     pub fn project_memory(&self, enc: EncCtx) -> EncCtx {
-        match (&enc.memory, &self.dec_extra_proj, self.cfg.attention) {
-            (Some(memory), Some(proj), RnnAttention::Bahdanau) if !enc.projected => {
-                let values = memory.values.clone();
-                let projected = proj.forward(values.clone());
-                EncCtx {
-                    memory: Some(Memory {
-                        values: Tensor::cat(vec![values, projected], 2),
-                        ..memory.clone()
-                    }),
-                    context: enc.context,
-                    projected: true,
-                }
+        let (Some(memory), Some(proj), RnnAttention::Bahdanau, Projected::No) = (
+            &enc.memory,
+            &self.dec_extra_proj,
+            self.cfg.attention,
+            &enc.projected,
+        ) else {
+            return enc;
+        };
+        let states = memory.values.clone();
+        let input = proj.forward(states.clone());
+        let (values, projected) = match &self.readout {
+            Some(readout) => {
+                // The readout's input is `[top, c, emb]`: its weight rows in that order.
+                let (h, enc_out) = (self.cfg.hidden, states.dims()[2]);
+                let w = readout.weight.val();
+                let [rows, width] = w.dims();
+                let context_rows = w.clone().slice([h..h + enc_out, 0..width]);
+                let rest = Tensor::cat(
+                    vec![
+                        w.clone().slice([0..h, 0..width]),
+                        w.slice([h + enc_out..rows, 0..width]),
+                    ],
+                    0,
+                );
+                let readout_context = crate::engine::linear(states, context_rows, None);
+                (
+                    Tensor::cat(vec![input, readout_context], 2),
+                    Projected::InputAndReadout { readout_rest: rest },
+                )
             }
-            _ => enc,
+            None => (Tensor::cat(vec![states, input], 2), Projected::Input),
+        };
+        EncCtx {
+            memory: Some(Memory {
+                values,
+                ..memory.clone()
+            }),
+            context: enc.context,
+            projected,
         }
     }
 
     /// One decoder step. `emb`: the previous token's embedding `[rows, emb]`; `emb_proj`: its
-    /// layer-0 input projection. Returns the features for the output layer and the attention.
+    /// layer-0 input projection. Returns the features for the readout ([`RnnSeq2Seq::readout`])
+    /// and the attention.
     pub fn decode_step(
         &self,
         enc: &EncCtx,
         state: DecState,
         emb: Tensor<2>,
         emb_proj: Tensor<2>,
-    ) -> (Tensor<2>, DecState, Option<Tensor<2>>) {
+    ) -> (StepFeatures, DecState, Option<Tensor<2>>) {
         let cfg = &self.cfg;
         let DecState { layers, feed } = state;
         let mut attn = None;
+        // Bahdanau's context, or the parts of it the projected memory yields.
         let mut bahdanau_ctx = None;
         let mut extra_proj = None;
+        let mut readout_context = None;
         let extra = match cfg.attention {
             RnnAttention::None => enc.context.clone(),
             RnnAttention::Luong => feed,
             RnnAttention::Bahdanau => {
                 let query = layers.last().unwrap().h.clone(); // s_{i-1}
-                let (mut c, a) = self
+                let (c, a) = self
                     .attention
                     .as_ref()
                     .unwrap()
                     .attend(query, enc.memory.as_ref().unwrap());
                 attn = Some(a);
-                if enc.projected {
-                    let [rows, width] = c.dims();
-                    let enc_out = width - emb_proj.dims()[1];
-                    extra_proj = Some(c.clone().slice([0..rows, enc_out..width]));
-                    c = c.slice([0..rows, 0..enc_out]);
+                let [rows, width] = c.dims();
+                let gates = emb_proj.dims()[1];
+                match enc.projected {
+                    Projected::No => bahdanau_ctx = Some(c.clone()),
+                    Projected::Input => {
+                        extra_proj = Some(c.clone().slice([0..rows, width - gates..width]));
+                        bahdanau_ctx = Some(c.slice([0..rows, 0..width - gates]));
+                    }
+                    Projected::InputAndReadout { .. } => {
+                        extra_proj = Some(c.clone().slice([0..rows, 0..gates]));
+                        readout_context = Some(c.slice([0..rows, gates..width]));
+                    }
                 }
-                bahdanau_ctx = Some(c.clone());
-                Some(c)
+                bahdanau_ctx.clone()
             }
         };
         let mut x_proj = emb_proj;
@@ -436,8 +498,11 @@ impl RnnSeq2Seq {
             new_layers.push(self.dec_cells[l].step(x_proj.clone(), prev));
         }
         let top = new_layers.last().unwrap().h.clone();
-        let (features, feed) = match cfg.attention {
-            RnnAttention::Bahdanau => (Tensor::cat(vec![top, bahdanau_ctx.unwrap(), emb], 1), None),
+        let (input, feed) = match cfg.attention {
+            RnnAttention::Bahdanau => match bahdanau_ctx {
+                Some(c) => (Tensor::cat(vec![top, c, emb], 1), None),
+                None => (Tensor::cat(vec![top, emb], 1), None),
+            },
             RnnAttention::Luong => {
                 let (c, a) = self
                     .attention
@@ -459,13 +524,29 @@ impl RnnSeq2Seq {
             },
         };
         (
-            features,
+            StepFeatures {
+                input,
+                readout_context,
+            },
             DecState {
                 layers: new_layers,
                 feed,
             },
             attn,
         )
+    }
+
+    /// A decoding step's features to the output layer's input: [`RnnSeq2Seq::pre_output`], with
+    /// the readout's context part taken from the projected memory where `enc` has it.
+    pub fn readout(&self, enc: &EncCtx, features: StepFeatures) -> Tensor<2> {
+        match (features.readout_context, &enc.projected, &self.readout) {
+            (Some(context), Projected::InputAndReadout { readout_rest }, Some(readout)) => {
+                let x = self.dropout.forward(features.input);
+                let bias = readout.bias.as_ref().map(|b| b.val());
+                (crate::engine::linear(x, readout_rest.clone(), bias) + context).tanh()
+            }
+            _ => self.pre_output(features.input),
+        }
     }
 
     /// Features `[.., features]` to vocabulary logits.
@@ -557,6 +638,7 @@ impl RnnSeq2Seq {
                 }
             };
             let (f, next, a) = self.decode_step(&enc, state, emb, emb_proj);
+            let f = f.input; // whole: training never projects the memory
             state = next;
             if gold_all.is_none() {
                 prev_pred = Some(self.logits(f.clone()).detach().argmax(1).reshape([b]));
