@@ -334,7 +334,8 @@ impl Int8Matrix {
             kernel.is_available(),
             "int8 kernel {kernel:?} needs CPU features this CPU lacks"
         );
-        // AMX tiles would be mostly padding below 16 rows; VNNI computes the same integers.
+        // AMX tiles (16 rows) would be mostly padding below AMX_MIN_ROWS; VNNI computes the same
+        // integers.
         let kernel = if kernel == Kernel::Amx && m < AMX_MIN_ROWS {
             Kernel::Vnni
         } else {

@@ -539,14 +539,18 @@ impl RnnSeq2Seq {
     /// A decoding step's features to the output layer's input: [`RnnSeq2Seq::pre_output`], with
     /// the readout's context part taken from the projected memory where `enc` has it.
     pub fn readout(&self, enc: &EncCtx, features: StepFeatures) -> Tensor<2> {
-        match (features.readout_context, &enc.projected, &self.readout) {
-            (Some(context), Projected::InputAndReadout { readout_rest }, Some(readout)) => {
-                let x = self.dropout.forward(features.input);
-                let bias = readout.bias.as_ref().map(|b| b.val());
-                (crate::engine::linear(x, readout_rest.clone(), bias) + context).tanh()
-            }
-            _ => self.pre_output(features.input),
-        }
+        let Some(context) = features.readout_context else {
+            return self.pre_output(features.input);
+        };
+        // `project_memory` takes the readout's context part only for a model with a readout.
+        let (Projected::InputAndReadout { readout_rest }, Some(readout)) =
+            (&enc.projected, &self.readout)
+        else {
+            unreachable!("a readout context without a projected readout")
+        };
+        let x = self.dropout.forward(features.input);
+        let bias = readout.bias.as_ref().map(|b| b.val());
+        (crate::engine::linear(x, readout_rest.clone(), bias) + context).tanh()
     }
 
     /// Features `[.., features]` to vocabulary logits.
