@@ -284,6 +284,7 @@ OUT="$out" MODEL="$model" S2S="$s2s" SRC="$src" REF="$ref" ROUNDS="$rounds" THRE
   MAX_LEN="$max_len" ALPHA="$alpha" BEAM="$beam" TOKENS="$tokens" BLEU_TOK="$bleu_tok" \
   CPUS="$cpus" LOAD="$load" LOAD_END="$load_end" CMDLINE="$cmdline" DOC="$doc" ROOT="$root" \
   INT8_KERNEL="$(grep -o 'int8 kernel: [a-z0-9]*' "$out/quantize.log" 2>/dev/null | cut -d' ' -f3)" \
+  KV_CACHE="$(grep -o 'kv cache: [a-z0-9]*' "$out/quantize.log" 2>/dev/null | cut -d' ' -f3)" \
   "$python" - <<'PY'
 import datetime, json, os, platform, subprocess, sys, warnings
 warnings.filterwarnings("ignore")
@@ -514,7 +515,10 @@ block = [
     "int8 by quantisation.",
     "- s2s-int8: `s2s quantize` of the same model (linear layers and embeddings int8 with one "
     "scale per output row, activations quantised per row on the fly: CT2's int8_float32 "
-    f"scheme), int8 kernel `{E.get('INT8_KERNEL', '?')}`; s2s-int8/ct2-int8 compares the two "
+    f"scheme; the keys and values attended over kept in {E.get('KV_CACHE') or 'f32'}"
+    + (", one scale per head and position, where CT2 keeps f32"
+       if E.get('KV_CACHE') == 'int8' else "")
+    + f"), int8 kernel `{E.get('INT8_KERNEL', '?')}`; s2s-int8/ct2-int8 compares the two "
     "int8 runs, s2s-int8/s2s MiB the peak RSS of s2s's int8 and f32 runs.",
     f"- threads: s2s `RAYON_NUM_THREADS={T}`, its one thread pool (a batch is split over up "
     f"to {T} single-threaded workers with at least 8 sentences each; a smaller batch, e.g. one "

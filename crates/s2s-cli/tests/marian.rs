@@ -355,8 +355,24 @@ fn an_int8_copy_translates_and_refuses_what_needs_f32_weights() {
     ));
     let q = t.join("int8");
     let said = ok(&s2s(&["quantize", p(&model), "--out", p(&q)], None));
-    assert!(said.contains("int8"), "{said}");
+    assert!(
+        said.contains("int8") && said.contains("kv cache: int8"),
+        "{said}"
+    );
     assert!(q.join("model.int8.safetensors").exists() && !q.join("model.safetensors").exists());
+    // The keys and values attended over stay f32 when asked; model.json says which.
+    let q32 = t.join("int8-f32-cache");
+    let said = ok(&s2s(
+        &["quantize", p(&model), "--out", p(&q32), "--kv-cache", "f32"],
+        None,
+    ));
+    assert!(said.contains("kv cache: f32"), "{said}");
+    for (dir, format) in [(&q, "int8"), (&q32, "f32")] {
+        let info: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("model.json")).unwrap())
+                .unwrap();
+        assert_eq!(info["kv_cache"], format);
+    }
     let size = |p: PathBuf| std::fs::metadata(p).unwrap().len();
     assert!(
         size(q.join("model.int8.safetensors")) * 2 < size(model.join("model.safetensors")),
@@ -365,7 +381,7 @@ fn an_int8_copy_translates_and_refuses_what_needs_f32_weights() {
 
     // It translates (with a target language, and as JSON) like its f32 original.
     let input = "I am Japanese.\nI want to cry.\n";
-    for dir in [&model, &q] {
+    for dir in [&model, &q, &q32] {
         let out = ok(&s2s(
             &[
                 "translate",

@@ -1,11 +1,13 @@
 //! `s2s quantize`: an int8 copy of a Transformer MODEL_DIR, for inference. Every linear layer and
 //! the token embeddings become int8 with one scale per output row; biases, layer norms and
-//! positions stay f32 (`s2s_models::engine::int8`). The copy translates, serves and scores like
+//! positions stay f32 (`s2s_models::engine::int8`); decoding keeps the keys and values it attends
+//! over in int8 too unless asked for f32 (`s2s_models::engine::CacheFormat`). The copy translates, serves and scores like
 //! its original; it cannot be trained, averaged or exported, which need the f32 weights.
 
 use std::path::{Path, PathBuf};
 
 use s2s_models::Seq2SeqModel;
+use s2s_models::engine::CacheFormat;
 
 use crate::InferError;
 use crate::model_dir::{
@@ -36,9 +38,15 @@ const COPIED: [&str; 7] = [
     METRICS,
 ];
 
-/// Writes an int8 copy of `model_dir` to `out` (staged: a failure leaves nothing behind). `out`
-/// must be absent or empty unless `force`, and cannot be `model_dir` itself.
-pub fn quantize(model_dir: &Path, out: &Path, force: bool) -> Result<Quantized, InferError> {
+/// Writes an int8 copy of `model_dir` to `out` (staged: a failure leaves nothing behind), whose
+/// decoding keeps the keys and values it attends over in `kv_cache`. `out` must be absent or empty
+/// unless `force`, and cannot be `model_dir` itself.
+pub fn quantize(
+    model_dir: &Path,
+    out: &Path,
+    kv_cache: CacheFormat,
+    force: bool,
+) -> Result<Quantized, InferError> {
     let run = model_dir::read_run_config(model_dir)?;
     let float = model_dir::float_weights(model_dir, "quantising")?;
     let family = match &run.model {
@@ -69,6 +77,7 @@ pub fn quantize(model_dir: &Path, out: &Path, force: bool) -> Result<Quantized, 
         unreachable!("checked above")
     };
     m.quantize();
+    m.decoder.kv_cache = kv_cache;
     let layers = m.quantizable_mut().len();
     model_dir::write_staged(out, force, |dir| -> Result<(), InferError> {
         for name in COPIED {
@@ -79,6 +88,7 @@ pub fn quantize(model_dir: &Path, out: &Path, force: bool) -> Result<Quantized, 
         }
         let mut info = model_dir::model_info(&run, burn::module::Module::num_params(&model));
         info["weights"] = "int8".into();
+        info["kv_cache"] = kv_cache.name().into();
         model_dir::write_json(&dir.join(MODEL_JSON), &info)?;
         s2s_models::io::save_int8_weights(&mut model, &dir.join(INT8))?;
         Ok(())

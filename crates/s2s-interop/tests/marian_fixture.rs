@@ -149,7 +149,8 @@ const INT8_LOGIT_TOLERANCE: f32 = 0.02;
 fn int8_logits_stay_close_to_transformers() {
     let tmp = tempfile::tempdir().unwrap();
     let q = tmp.path().join("q");
-    s2s_infer::quantize::quantize(imported(), &q, false).unwrap();
+    s2s_infer::quantize::quantize(imported(), &q, s2s_models::engine::CacheFormat::Int8, false)
+        .unwrap();
     let (worst, spread) = logit_difference_from_transformers(&q);
     eprintln!("int8: largest logit difference from transformers {worst} of a spread of {spread}");
     assert!(worst > 0.0, "the int8 model computed nothing in int8");

@@ -4,6 +4,7 @@
 //! int8 tensors for an int8 model ([`save_int8_weights`]).
 
 use crate::Seq2SeqModel;
+use crate::engine::CacheFormat;
 use crate::engine::int8::Int8Matrix;
 use burn::store::{BurnpackStore, ModuleSnapshot, ModuleStore, SafetensorsStore};
 use safetensors::{Dtype, SafeTensors, tensor::TensorView};
@@ -81,6 +82,10 @@ const TRANSFORMER: &str = "Transformer";
 /// The int8 weights file's `format` metadata.
 pub const INT8_FORMAT: &str = "s2s-int8";
 
+/// The int8 weights file's metadata naming how decoding keeps the keys and values it attends
+/// over ([`crate::engine::CacheFormat`]); files written before it existed decode with f32.
+pub const KV_CACHE: &str = "kv_cache";
+
 /// Serialises an int8 model ([`crate::transformer::TransformerSeq2Seq::quantize`]) to
 /// safetensors: each quantised weight as an `I8` tensor `[rows, cols]` whose rows are the outputs
 /// (a linear layer's `[d_out, d_in]`, an embedding's `[vocab, d]`) under its f32 name, with its
@@ -123,7 +128,10 @@ pub fn int8_weights_to_bytes(model: &mut Seq2SeqModel) -> Result<Vec<u8>, Weight
             TensorView::new(Dtype::F32, vec![shape[0]], scales).map_err(st)?,
         ));
     }
-    let metadata = HashMap::from([("format".to_string(), INT8_FORMAT.to_string())]);
+    let metadata = HashMap::from([
+        ("format".to_string(), INT8_FORMAT.to_string()),
+        (KV_CACHE.to_string(), m.decoder.kv_cache.name().to_string()),
+    ]);
     safetensors::serialize(views, Some(metadata)).map_err(st)
 }
 
@@ -158,6 +166,15 @@ pub fn load_int8_weights(model: Seq2SeqModel, path: &Path) -> Result<Seq2SeqMode
         return Err(mismatch(
             "int8 weights are for a Transformer but config.toml builds another model".to_string(),
         ));
+    };
+    let (_, header) = SafeTensors::read_metadata(&bytes).map_err(|e| corrupt(e.to_string()))?;
+    m.decoder.kv_cache = match header.metadata().as_ref().and_then(|m| m.get(KV_CACHE)) {
+        None => CacheFormat::F32,
+        Some(name) => CacheFormat::parse(name).ok_or_else(|| {
+            corrupt(format!(
+                "metadata `{KV_CACHE}` is `{name}`, not f32 or int8; write the file again with `s2s quantize`"
+            ))
+        })?,
     };
     let mut quantized = BTreeSet::new();
     for (tensor, mut layer) in m.quantizable_mut() {

@@ -1,11 +1,13 @@
 //! int8 inference: every int8 kernel (VNNI, AVX2 and the portable fallback, those this CPU has)
 //! against a plain reference on odd shapes, and a quantised Transformer against its f32 original:
-//! close log-probs, cached decoding, padding invariance, and the int8 weights file.
+//! close log-probs, cached decoding, padding invariance, and the int8 weights file; and the int8
+//! keys and values of `s2s quantize --kv-cache int8`.
 
 mod common;
 
 use common::*;
-use s2s_models::engine::int8::{Int8Matrix, Kernel};
+use s2s_models::engine::CacheFormat;
+use s2s_models::engine::int8::{Int8Matrix, Int8Vectors, Kernel};
 use s2s_models::layers::Linear;
 use s2s_models::transformer::{Activation, Positions, TransformerConfig};
 use s2s_models::{ModelConfig, Seq2SeqModel};
@@ -316,4 +318,140 @@ fn int8_weights_round_trip_without_drawing_the_f32_weights() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("s2s quantize"), "{err}");
+}
+
+/// An int8 key/value vector is quantised exactly as a weight row is: the same values and scale
+/// (the AVX2 loop where the CPU has it, against `Int8Matrix`'s plain one), for widths with and
+/// without a remainder of 8, a zero vector and large magnitudes.
+#[test]
+fn int8_vectors_quantise_as_matrix_rows() {
+    for d in [1usize, 8, 13, 64] {
+        let dims = [3, 2, 4, d];
+        let vectors = 3 * 2 * 4;
+        let mut values: Vec<f32> = common::hashed_values(vectors * d, d as u64)
+            .into_iter()
+            .enumerate()
+            .map(|(i, v)| v * (1.0 + (i % 7) as f32 * 1e3))
+            .collect();
+        values[d..2 * d].fill(0.0);
+        let q = Int8Vectors::quantize(&values, dims);
+        assert_eq!(q.dims(), dims);
+        let rows = Int8Matrix::quantize(&values, vectors, d);
+        assert_eq!(q.dequantize(), rows.dequantize(), "d {d}");
+        let (zero, scale) = q.at(0, 0, 1);
+        assert!(zero.iter().all(|&v| v == 0) && scale == 0.0);
+        let (v, scale) = q.at(2, 1, 3);
+        assert_eq!(scale, rows.scales()[(2 * 2 + 1) * 4 + 3]);
+        assert_eq!(v.len(), d);
+        assert_eq!(q.size_bytes(), vectors * d + 4 * vectors);
+    }
+}
+
+fn with_kv_cache(model: &Seq2SeqModel, format: CacheFormat) -> Seq2SeqModel {
+    let mut q = model.clone();
+    let Seq2SeqModel::Transformer(m) = &mut q else {
+        unreachable!()
+    };
+    m.decoder.kv_cache = format;
+    q
+}
+
+/// Stated tolerance: int8 keys and values move a quantised model's log-probs by at most this
+/// (on top of its int8 weights).
+const KV_CACHE_TOLERANCE: f32 = 0.1;
+
+#[test]
+fn an_int8_kv_cache_stays_close_and_ignores_padding() {
+    let (srcs, tgts) = sample_batch();
+    for cfg in variants() {
+        let f32_cache = quantized(&build(&cfg));
+        let int8_cache = with_kv_cache(&f32_cache, CacheFormat::Int8);
+        // Teacher forcing reads the encoder side in int8 too.
+        let (a, b) = (
+            teacher_log_probs(&f32_cache, &srcs, &tgts),
+            teacher_log_probs(&int8_cache, &srcs, &tgts),
+        );
+        let worst = a
+            .iter()
+            .flatten()
+            .zip(b.iter().flatten())
+            .map(|(x, y)| max_diff(x, y))
+            .fold(0.0f32, f32::max);
+        eprintln!("int8 vs f32 kv cache, teacher-forced: max diff {worst}");
+        assert!(worst > 0.0, "{cfg:?}: the encoder side stayed f32");
+        assert!(worst <= KV_CACHE_TOLERANCE, "{cfg:?}: {worst}");
+        // Cached decoding with reorders reads the prefix in int8.
+        check_cached_close_to_uncached(&int8_cache, KV_CACHE_TOLERANCE);
+        check_padding_invariance_of_log_probs(&int8_cache);
+    }
+}
+
+/// Each vector is quantised on its own, so a sentence decodes to the same bits alone as in any
+/// batch.
+#[test]
+fn an_int8_kv_cache_keeps_searches_batch_invariant() {
+    let model = with_kv_cache(&quantized(&build(&variants()[2])), CacheFormat::Int8);
+    let sources: Vec<Vec<u32>> = (0..6u64)
+        .map(|i| tokens(2 + (i as usize * 5) % 9, 70 + i))
+        .collect();
+    let search = s2s_search::SearchConfig {
+        strategy: s2s_search::Strategy::Beam { k: 3 },
+        nbest: 2,
+        max_len: 12,
+        special: SPECIAL,
+        ..Default::default()
+    };
+    let decoder: s2s_models::decoder::Decoder =
+        s2s_models::decoder::Decoder::new(&model, device(), SPECIAL, VOCAB);
+    let together = s2s_search::search(&decoder, &sources, &search).unwrap();
+    for (i, src) in sources.iter().enumerate() {
+        let alone = s2s_search::search(&decoder, std::slice::from_ref(src), &search).unwrap();
+        for (x, y) in alone[0].iter().zip(&together[i]) {
+            assert_eq!(x.tokens, y.tokens, "sentence {i}");
+            assert_eq!(x.score.to_bits(), y.score.to_bits(), "sentence {i}");
+        }
+    }
+}
+
+/// The int8 weights file records the kv cache format; a file without the record (written before
+/// it existed) decodes with f32, as it did.
+#[test]
+fn the_kv_cache_format_round_trips_through_the_int8_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = &variants()[0];
+    let q = quantized(&build(cfg));
+    let kv_cache = |m: &Seq2SeqModel| match m {
+        Seq2SeqModel::Transformer(t) => t.decoder.kv_cache,
+        _ => unreachable!(),
+    };
+    for format in [CacheFormat::Int8, CacheFormat::F32] {
+        let mut model = with_kv_cache(&q, format);
+        let path = dir.path().join(format!("{}.safetensors", format.name()));
+        s2s_models::io::save_int8_weights(&mut model, &path).unwrap();
+        let fresh = Seq2SeqModel::for_loading(cfg, VOCAB, VOCAB, &device()).unwrap();
+        let loaded = s2s_models::io::load_int8_weights(fresh, &path).unwrap();
+        assert_eq!(kv_cache(&loaded), format);
+    }
+    // The same file without its metadata.
+    let bytes = std::fs::read(dir.path().join("int8.safetensors")).unwrap();
+    let file = safetensors::SafeTensors::deserialize(&bytes).unwrap();
+    let bare = safetensors::serialize(file.tensors(), None).unwrap();
+    let path = dir.path().join("bare.safetensors");
+    std::fs::write(&path, bare).unwrap();
+    let fresh = Seq2SeqModel::for_loading(cfg, VOCAB, VOCAB, &device()).unwrap();
+    let loaded = s2s_models::io::load_int8_weights(fresh, &path).unwrap();
+    assert_eq!(kv_cache(&loaded), CacheFormat::F32);
+    // A format it does not know is refused with the fix.
+    let mut meta = std::collections::HashMap::new();
+    meta.insert("kv_cache".to_string(), "int4".to_string());
+    let odd = safetensors::serialize(file.tensors(), Some(meta)).unwrap();
+    std::fs::write(&path, odd).unwrap();
+    let fresh = Seq2SeqModel::for_loading(cfg, VOCAB, VOCAB, &device()).unwrap();
+    let err = s2s_models::io::load_int8_weights(fresh, &path)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("int4") && err.contains("s2s quantize"),
+        "{err}"
+    );
 }

@@ -8,7 +8,7 @@ mod common;
 
 use burn::tensor::{Int, Tensor, TensorData};
 use s2s_models::engine::kernels::select_rows_then_cat;
-use s2s_models::transformer::attention::{KeyValue, PrefixCache};
+use s2s_models::transformer::attention::{CacheFormat, KeyValue, PrefixCache};
 
 fn tensor(dims: [usize; 4], seed: u64) -> Tensor<4> {
     let n = dims.iter().product();
@@ -78,7 +78,7 @@ fn prefix_cache_collapses_to_the_reordered_prefix() {
     // Two reorders in a row: live row i ends up as row first[second[i]]; a step in between adds
     // a block, which the second reorder moves too.
     let (first, second) = ([3usize, 1, 1, 0], [2usize, 0, 1]);
-    let mut cache = PrefixCache::new(kv(1)).select_rows(&first);
+    let mut cache = PrefixCache::new(kv(1), CacheFormat::F32).select_rows(&first);
     cache.append(new(2, 4));
     let mut cache = cache.select_rows(&second);
     cache.append(new(3, 3));
@@ -103,7 +103,7 @@ fn prefix_cache_collapses_to_the_reordered_prefix() {
         key: tensor([3, 2, 3, 2], 3),
         value: tensor([3, 2, 3, 2], 103),
     };
-    let mut cache = PrefixCache::new(past.clone());
+    let mut cache = PrefixCache::new(past.clone(), CacheFormat::F32);
     cache.append(new(4, 3));
     let got = cache.collapse();
     assert_eq!(values(got.key), plain(past.key, &[0, 1, 2], new(4, 3).key));

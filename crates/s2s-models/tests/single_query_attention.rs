@@ -8,8 +8,8 @@ mod common;
 use burn::tensor::activation::softmax;
 use burn::tensor::{Bool, Tensor, TensorData};
 use s2s_models::engine::RowMap;
-use s2s_models::engine::kernels::{Segment, single_query_attention};
-use s2s_models::transformer::attention::{KeyValue, PrefixCache};
+use s2s_models::engine::kernels::{Segment, Vectors, single_query_attention};
+use s2s_models::transformer::attention::{CacheFormat, CachedKeyValue, KeyValue, PrefixCache};
 
 fn tensor(dims: [usize; 4], seed: u64) -> Tensor<4> {
     let n = dims.iter().product();
@@ -27,8 +27,8 @@ fn segment<'a>(
     rows: &'a RowMap,
 ) -> Segment<'a> {
     Segment {
-        key,
-        value,
+        key: Vectors::F32(key),
+        value: Vectors::F32(value),
         pad,
         rows,
     }
@@ -166,7 +166,9 @@ fn rows_can_share_keys_values_and_padding() {
 }
 
 /// A prefix cache read in place: blocks of different lengths and row counts, each through its own
-/// row map, against the general path over the same cache gathered into one tensor.
+/// row map, against the general path over the same cache gathered into one tensor. In int8, the
+/// blocks after the first are read as int8 and gathered dequantised, so the two paths see the
+/// same values; and the int8 results stay near the f32 ones.
 #[test]
 fn segments_read_a_reordered_prefix_in_place() {
     let (h, d_k) = (2, 8);
@@ -174,26 +176,90 @@ fn segments_read_a_reordered_prefix_in_place() {
         key: tensor([rows, len, h, d_k], seed).swap_dims(1, 2),
         value: tensor([rows, len, h, d_k], seed + 1).swap_dims(1, 2),
     };
-    // Three rows at first (a prefix of 2 positions), then beams: 5 rows, then 4.
-    let mut cache = PrefixCache::new(block(3, 2, 10)).select_rows(&[0, 0, 1, 2, 2]);
-    cache.append(block(5, 1, 20));
-    let mut cache = cache.select_rows(&[4, 0, 1, 1]);
-    cache.append(block(4, 1, 30));
     let q = tensor([4, h, 1, d_k], 40);
     let divisor = (d_k as f32).sqrt();
-    let (ctx, w) = {
-        let segments = cache.segments();
-        assert_eq!(segments.len(), 3);
-        single_query_attention(&q, &segments, divisor).expect("the CPU backend takes the kernel")
+    let mut results = Vec::new();
+    for format in [CacheFormat::F32, CacheFormat::Int8] {
+        // Three rows at first (a prefix of 2 positions), then beams: 5 rows, then 4.
+        let mut cache = PrefixCache::new(block(3, 2, 10), format).select_rows(&[0, 0, 1, 2, 2]);
+        cache.append(block(5, 1, 20));
+        let mut cache = cache.select_rows(&[4, 0, 1, 1]);
+        cache.append(block(4, 1, 30));
+        let (ctx, w) = {
+            let segments = cache.segments();
+            assert_eq!(segments.len(), 3);
+            let int8 = segments
+                .iter()
+                .filter(|g| matches!(g.key, Vectors::Int8(_)))
+                .count();
+            assert_eq!(int8, if format == CacheFormat::Int8 { 2 } else { 0 });
+            single_query_attention(&q, &segments, divisor)
+                .expect("the CPU backend takes the kernel")
+        };
+        let whole = cache.collapse();
+        assert_eq!(whole.key.dims(), [4, h, 4, d_k]);
+        let (want_ctx, want_w) = general(&q, &whole.key, &whole.value, None, divisor);
+        let got_ctx = ctx.into_data().try_into_vec::<f32>().unwrap();
+        let got_w = w.into_data().try_into_vec::<f32>().unwrap();
+        common::assert_close(&got_ctx, &want_ctx, &format!("{format:?} segments"));
+        common::assert_close(&got_w, &want_w, &format!("{format:?} segments"));
+        results.push((got_ctx, got_w));
+    }
+    let (f32, int8) = (&results[0], &results[1]);
+    let max_diff = |a: &[f32], b: &[f32]| {
+        a.iter()
+            .zip(b)
+            .map(|(x, y)| (x - y).abs())
+            .fold(0.0f32, f32::max)
     };
-    let whole = cache.collapse();
-    assert_eq!(whole.key.dims(), [4, h, 4, d_k]);
-    let (want_ctx, want_w) = general(&q, &whole.key, &whole.value, None, divisor);
-    let got_ctx = ctx.into_data().try_into_vec::<f32>().unwrap();
-    common::assert_close(&got_ctx, &want_ctx, "segments");
+    // Values up to 3 in magnitude: an int8 step is at most 3/127.
+    let (d_ctx, d_w) = (max_diff(&f32.0, &int8.0), max_diff(&f32.1, &int8.1));
+    assert!(d_ctx > 0.0, "the int8 blocks were read as f32");
+    assert!(
+        d_ctx < 0.05 && d_w < 0.02,
+        "int8 context {d_ctx}, weights {d_w}"
+    );
+}
+
+/// The encoder side kept in int8 ([`CachedKeyValue`]): with padding and rows shared by beams, the
+/// kernel over the int8 keys and values equals the general path over them dequantised.
+#[test]
+fn int8_keys_and_values_with_padding_and_shared_rows() {
+    let (n, h, len, d_k) = (2, 4, 5, 16);
+    let kv = KeyValue {
+        key: tensor([n, len, h, d_k], 50).swap_dims(1, 2),
+        value: tensor([n, len, h, d_k], 51).swap_dims(1, 2),
+    };
+    let cached = CachedKeyValue::new(kv, CacheFormat::Int8);
+    assert!(matches!(cached, CachedKeyValue::Int8(_)));
+    let pad = Tensor::<2, Bool>::from_data(
+        TensorData::new(
+            vec![
+                false, false, false, true, true, false, false, false, false, false,
+            ],
+            [n, len],
+        ),
+        &common::device(),
+    );
+    // Three beams of sentence 1, two of sentence 0.
+    let rows = RowMap::identity().compose(&[1, 1, 0, 1, 0]);
+    let q = tensor([5, h, 1, d_k], 52);
+    let divisor = (d_k as f32).sqrt();
+    let (ctx, w) = single_query_attention(&q, &[cached.segment(Some(&pad), &rows)], divisor)
+        .expect("the CPU backend takes the kernel");
+    let whole = cached.to_f32();
+    let idx = rows.ids(&common::device()).expect("a reordering map");
+    let whole = whole.select_rows(&idx);
+    let pad = pad.select(0, idx);
+    let (want_ctx, want_w) = general(&q, &whole.key, &whole.value, Some(&pad), divisor);
+    common::assert_close(
+        &ctx.into_data().try_into_vec::<f32>().unwrap(),
+        &want_ctx,
+        "int8 context",
+    );
     common::assert_close(
         &w.into_data().try_into_vec::<f32>().unwrap(),
         &want_w,
-        "segments",
+        "int8 weights",
     );
 }

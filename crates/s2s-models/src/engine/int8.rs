@@ -175,6 +175,98 @@ impl std::fmt::Debug for Int8Matrix {
     }
 }
 
+/// Vectors quantised one by one along their last axis, each with its own scale (`v ~ scale * q`,
+/// as [`Int8Matrix`] does its rows): an int8 model's self-attention prefix, `[rows, heads, len,
+/// d]` with one vector per (row, head, position), in a quarter of its f32 bytes plus one scale per
+/// vector ([`super::CacheFormat::Int8`]).
+#[derive(Clone, PartialEq)]
+pub struct Int8Vectors {
+    dims: [usize; 4],
+    values: Vec<i8>,
+    scales: Vec<f32>,
+}
+
+impl std::fmt::Debug for Int8Vectors {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Int8Vectors{:?}", self.dims)
+    }
+}
+
+impl Int8Vectors {
+    /// Quantises `values` (`dims`, row-major) vector by vector.
+    pub fn quantize(values: &[f32], dims: [usize; 4]) -> Self {
+        assert_eq!(
+            values.len(),
+            dims.iter().product::<usize>(),
+            "Int8Vectors::quantize: shape"
+        );
+        let d = dims[3];
+        let mut q = vec![0i8; values.len()];
+        let mut scales = vec![0.0; dims[..3].iter().product()];
+        if d > 0 {
+            quantize_vectors(values, d, &mut q, &mut scales);
+        }
+        Self {
+            dims,
+            values: q,
+            scales,
+        }
+    }
+
+    pub fn dims(&self) -> [usize; 4] {
+        self.dims
+    }
+
+    /// The int8 values of the vector at (row, head, position), and its scale.
+    #[inline(always)]
+    pub fn at(&self, r: usize, h: usize, s: usize) -> (&[i8], f32) {
+        let [_, heads, len, d] = self.dims;
+        let v = (r * heads + h) * len + s;
+        (&self.values[v * d..(v + 1) * d], self.scales[v])
+    }
+
+    /// All vectors back in f32 (`scale * q`), row-major.
+    pub fn dequantize(&self) -> Vec<f32> {
+        let d = self.dims[3].max(1);
+        self.values
+            .chunks(d)
+            .zip(&self.scales)
+            .flat_map(|(q, &scale)| q.iter().map(move |&v| v as f32 * scale))
+            .collect()
+    }
+
+    /// Bytes held (values and scales).
+    pub fn size_bytes(&self) -> usize {
+        self.values.len() + 4 * self.scales.len()
+    }
+}
+
+/// `values` in vectors of `d`, each as [`quantize_row`] does a row: its scale into `scales`, its
+/// values into `out`. A prefix cache quantises every step's keys and values, so this takes the
+/// activations' AVX2 loop where it can (the plain loop rounds through a libm call per value).
+fn quantize_vectors(values: &[f32], d: usize, out: &mut [i8], scales: &mut [f32]) {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU has AVX2 (checked just above).
+        return unsafe { quantize_vectors_avx2(values, d, out, scales) };
+    }
+    for ((v, q), s) in values.chunks(d).zip(out.chunks_mut(d)).zip(scales) {
+        *s = quantize_row(v, q);
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn quantize_vectors_avx2(values: &[f32], d: usize, out: &mut [i8], scales: &mut [f32]) {
+    let out: &mut [u8] = bytemuck::cast_slice_mut(out);
+    for ((v, q), s) in values.chunks(d).zip(out.chunks_mut(d)).zip(scales) {
+        let (scale, inv) = row_scale(v);
+        *s = scale;
+        // SAFETY: the caller's CPU has AVX2. With offset 0 the bytes are the signed values.
+        unsafe { offset_row_avx2(v, inv, 0, q) };
+    }
+}
+
 /// Zero bytes after the last panel: what its last AMX weight tile may read past its groups.
 const AMX_SLACK: usize = (AMX_GROUPS - 1) * PANEL * GROUP;
 

@@ -8,7 +8,7 @@ use burn::tensor::{Bool, DType, Shape, Tensor};
 use burn_flex::{Flex, FlexTensor, Layout};
 
 use super::gemv;
-use super::int8::Int8Matrix;
+use super::int8::{Int8Matrix, Int8Vectors};
 use super::{MASKED, RowMap};
 
 // burn-flex's vectorised `exp` and `tanh` (a patch of the vendored copy) with the fast path;
@@ -275,13 +275,43 @@ fn dims4(t: &FlexTensor) -> [usize; 4] {
     [s[0], s[1], s[2], s[3]]
 }
 
+/// `[n, heads, len, d]` keys or values, in f32 or int8 (an int8 prefix cache's blocks).
+#[derive(Clone, Copy)]
+pub enum Vectors<'a> {
+    F32(&'a Tensor<4>),
+    Int8(&'a Int8Vectors),
+}
+
+impl Vectors<'_> {
+    pub fn dims(&self) -> [usize; 4] {
+        match self {
+            Vectors::F32(t) => t.dims(),
+            Vectors::Int8(q) => q.dims(),
+        }
+    }
+}
+
+/// `t: [n, heads, len, d]` quantised vector by vector ([`Int8Vectors`]). `None` off the CPU
+/// backend or for tracked tensors.
+pub fn quantize_vectors(t: &Tensor<4>) -> Option<Int8Vectors> {
+    let t = flex_f32(t)?.to_contiguous();
+    let dims = dims4(&t);
+    let n = dims.iter().product::<usize>();
+    Some(Int8Vectors::quantize(&t.storage::<f32>()[..n], dims))
+}
+
+/// [`Int8Vectors`] back in f32, as a CPU tensor.
+pub fn dequantize_vectors(q: &Int8Vectors) -> Tensor<4> {
+    Tensor::from_primitive::<Flex>(flex_tensor(q.dequantize(), q.dims()))
+}
+
 /// Keys and values a decoding step attends over, in order: the encoder side (one segment), or a
 /// prefix cache (one segment per decoded block, see [`super::PrefixCache`]).
 #[derive(Clone, Copy)]
 pub struct Segment<'a> {
     /// `[n, heads, len, d_k]`; `value` is `[n, heads, len, d_v]`.
-    pub key: &'a Tensor<4>,
-    pub value: &'a Tensor<4>,
+    pub key: Vectors<'a>,
+    pub value: Vectors<'a>,
     /// `[n, len]`, true at padded keys.
     pub pad: Option<&'a Tensor<2, Bool>>,
     /// Query row `i` reads row `rows.get(i)` of this segment.
@@ -310,20 +340,17 @@ pub fn single_query_attention(
     let d_v = segments.first().map_or(0, |g| g.value.dims()[3]);
     let mut parts = Vec::with_capacity(segments.len());
     for seg in segments {
-        let (key, value) = (
-            Strided::of(flex_f32(seg.key)?),
-            Strided::of(flex_f32(seg.value)?),
-        );
+        let (key, value) = (Stored::of(seg.key)?, Stored::of(seg.value)?);
         let pad = match seg.pad {
             Some(p) => Some(flex_mask(p)?),
             None => None,
         };
-        let [n, _, len, _] = key.dims;
-        assert!(key.dims == [n, heads, len, d_k] && value.dims == [n, heads, len, d_v]);
+        let [n, _, len, _] = key.dims();
+        assert!(key.dims() == [n, heads, len, d_k] && value.dims() == [n, heads, len, d_v]);
         assert!(seg.rows.fits(rows, n));
         parts.push((key, value, pad, seg.rows));
     }
-    let total: usize = parts.iter().map(|p| p.0.dims[2]).sum();
+    let total: usize = parts.iter().map(|p| p.0.dims()[2]).sum();
     let mut context = vec![0.0f32; rows * heads * d_v];
     let mut weights = vec![0.0f32; rows * heads * total];
     let kernel = Attend {
@@ -331,10 +358,11 @@ pub fn single_query_attention(
         segments: parts
             .iter()
             .map(|(key, value, pad, rows)| AttendSegment {
-                key,
-                value,
+                key: key.read(),
+                value: value.read(),
+                len: key.dims()[2],
                 pad: pad.as_ref().map(|p| {
-                    let [n, _, len, _] = key.dims;
+                    let [n, _, len, _] = key.dims();
                     &p.storage::<u8>()[..n * len]
                 }),
                 rows,
@@ -389,6 +417,76 @@ impl Strided {
     }
 }
 
+/// A segment's keys or values as the kernel holds them.
+enum Stored<'a> {
+    F32(Strided),
+    Int8(&'a Int8Vectors),
+}
+
+impl<'a> Stored<'a> {
+    fn of(v: Vectors<'a>) -> Option<Self> {
+        Some(match v {
+            Vectors::F32(t) => Stored::F32(Strided::of(flex_f32(t)?)),
+            Vectors::Int8(q) => Stored::Int8(q),
+        })
+    }
+
+    fn dims(&self) -> [usize; 4] {
+        match self {
+            Stored::F32(t) => t.dims,
+            Stored::Int8(q) => q.dims(),
+        }
+    }
+
+    fn read(&self) -> Read<'_> {
+        match self {
+            Stored::F32(t) => Read::F32(t, t.data()),
+            Stored::Int8(q) => Read::Int8(q),
+        }
+    }
+}
+
+/// The vectors of a segment as the kernel's loops read them.
+#[derive(Clone, Copy)]
+enum Read<'a> {
+    F32(&'a Strided, &'a [f32]),
+    Int8(&'a Int8Vectors),
+}
+
+impl Read<'_> {
+    /// `q . v` for the vector at (row, head, position); int8 vectors sum `q . v_int8` and then
+    /// apply their scale.
+    #[inline(always)]
+    fn dot(&self, q: &[f32], r: usize, h: usize, s: usize) -> f32 {
+        match *self {
+            Read::F32(t, data) => dot(q, t.at(data, r, h, s)),
+            Read::Int8(v) => {
+                let (v, scale) = v.at(r, h, s);
+                dot_i8(q, v) * scale
+            }
+        }
+    }
+
+    /// `out += p v` for the vector at (row, head, position).
+    #[inline(always)]
+    fn add_scaled(&self, out: &mut [f32], p: f32, r: usize, h: usize, s: usize) {
+        match *self {
+            Read::F32(t, data) => {
+                for (o, &x) in out.iter_mut().zip(t.at(data, r, h, s)) {
+                    *o += p * x;
+                }
+            }
+            Read::Int8(v) => {
+                let (v, scale) = v.at(r, h, s);
+                let p = p * scale;
+                for (o, &x) in out.iter_mut().zip(v) {
+                    *o += p * x as f32;
+                }
+            }
+        }
+    }
+}
+
 struct Attend<'a> {
     q: &'a [f32],
     segments: Vec<AttendSegment<'a>>,
@@ -401,8 +499,10 @@ struct Attend<'a> {
 }
 
 struct AttendSegment<'a> {
-    key: &'a Strided,
-    value: &'a Strided,
+    key: Read<'a>,
+    value: Read<'a>,
+    /// Positions.
+    len: usize,
     pad: Option<&'a [u8]>,
     rows: &'a RowMap,
 }
@@ -446,11 +546,6 @@ impl StepKernel for Attend<'_> {
     #[inline(always)]
     fn compute(&self, context: &mut [f32], weights: &mut [f32]) {
         let (heads, len, d_k, d_v) = (self.heads, self.len, self.d_k, self.d_v);
-        let data: Vec<(&[f32], &[f32])> = self
-            .segments
-            .iter()
-            .map(|g| (g.key.data(), g.value.data()))
-            .collect();
         // The row each segment gives the current query row.
         let mut kv_rows = vec![0usize; self.segments.len()];
         // Positions outermost, heads inside: a position's keys (or values) for every head are
@@ -463,8 +558,8 @@ impl StepKernel for Attend<'_> {
             let q = &self.q[r * heads * d_k..(r + 1) * heads * d_k];
             let w = &mut weights[r * heads * len..(r + 1) * heads * len];
             let mut at = 0;
-            for ((g, &(keys, _)), &kv_r) in self.segments.iter().zip(&data).zip(&kv_rows) {
-                let n = g.key.dims[2];
+            for (g, &kv_r) in self.segments.iter().zip(&kv_rows) {
+                let n = g.len;
                 let pad = g.pad.map(|p| &p[kv_r * n..(kv_r + 1) * n]);
                 for s in 0..n {
                     let masked = pad.is_some_and(|p| p[s] != 0);
@@ -473,7 +568,7 @@ impl StepKernel for Attend<'_> {
                             MASKED
                         } else {
                             let q = &q[h * d_k..(h + 1) * d_k];
-                            dot(q, g.key.at(keys, kv_r, h, s)) / self.score_divisor
+                            g.key.dot(q, kv_r, h, s) / self.score_divisor
                         };
                     }
                 }
@@ -484,17 +579,15 @@ impl StepKernel for Attend<'_> {
             }
             let out = &mut context[r * heads * d_v..(r + 1) * heads * d_v];
             let mut at = 0;
-            for ((g, &(_, values)), &kv_r) in self.segments.iter().zip(&data).zip(&kv_rows) {
-                for s in 0..g.value.dims[2] {
+            for (g, &kv_r) in self.segments.iter().zip(&kv_rows) {
+                for s in 0..g.len {
                     for h in 0..heads {
                         let p = w[h * len + at + s];
-                        let out = &mut out[h * d_v..(h + 1) * d_v];
-                        for (o, &x) in out.iter_mut().zip(g.value.at(values, kv_r, h, s)) {
-                            *o += p * x;
-                        }
+                        g.value
+                            .add_scaled(&mut out[h * d_v..(h + 1) * d_v], p, kv_r, h, s);
                     }
                 }
-                at += g.value.dims[2];
+                at += g.len;
             }
         }
     }
@@ -515,6 +608,25 @@ fn dot(a: &[f32], b: &[f32]) -> f32 {
     let mut sum = acc.iter().sum::<f32>();
     for (x, y) in a_tail.iter().zip(b_tail) {
         sum += x * y;
+    }
+    sum
+}
+
+/// [`dot`] of f32 by int8 values, each converted to f32 (exactly) in the same lanes.
+#[inline(always)]
+fn dot_i8(a: &[f32], b: &[i8]) -> f32 {
+    const LANES: usize = 16;
+    let mut acc = [0.0f32; LANES];
+    let (a_main, a_tail) = a.split_at(a.len() / LANES * LANES);
+    let (b_main, b_tail) = b.split_at(a_main.len());
+    for (x, y) in a_main.chunks_exact(LANES).zip(b_main.chunks_exact(LANES)) {
+        for l in 0..LANES {
+            acc[l] += x[l] * y[l] as f32;
+        }
+    }
+    let mut sum = acc.iter().sum::<f32>();
+    for (x, &y) in a_tail.iter().zip(b_tail) {
+        sum += x * y as f32;
     }
     sum
 }

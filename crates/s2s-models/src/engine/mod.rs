@@ -23,7 +23,7 @@ pub use ops::{
     additive_attention, dot_attention, dot_attention_seq, int8_embedding, int8_linear, linear,
     multi_head_attention, prefix_attention, select_rows_then_cat,
 };
-pub use prefix_cache::{KeyValue, PrefixCache};
+pub use prefix_cache::{CacheFormat, CachedKeyValue, KeyValue, PrefixCache};
 pub use row_map::{RowMap, row_ids};
 
 /// Large negative score for masked keys: `exp` of it underflows to exactly zero, so masked keys

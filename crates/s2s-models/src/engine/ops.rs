@@ -10,8 +10,8 @@ use burn::tensor::activation::softmax;
 use burn::tensor::{Bool, Int, Tensor, TensorData};
 
 use super::int8::Int8Matrix;
-use super::kernels::{self, Segment};
-use super::{KeyValue, MASKED, PrefixCache, RowMap};
+use super::kernels::{self, Segment, Vectors};
+use super::{CachedKeyValue, KeyValue, MASKED, PrefixCache, RowMap};
 
 /// `cat([past.select(0, rows), new], 2)` for `[rows, heads, len, d]` tensors: the rows of `past`
 /// that beam search kept, in their new order, each followed by its new positions.
@@ -79,8 +79,8 @@ pub fn dot_attention(
         values.clone().reshape([n, 1, s, d_v]),
     );
     let segment = Segment {
-        key: &k4,
-        value: &v4,
+        key: Vectors::F32(&k4),
+        value: Vectors::F32(&v4),
         pad: Some(pad),
         rows,
     };
@@ -113,8 +113,8 @@ pub fn dot_attention_seq(
             values.clone().reshape([n, 1, s, e]),
         );
         let segment = Segment {
-            key: &k4,
-            value: &v4,
+            key: Vectors::F32(&k4),
+            value: Vectors::F32(&v4),
             pad: Some(pad),
             rows,
         };
@@ -139,24 +139,20 @@ pub fn dot_attention_seq(
 /// no causal mask) takes the kernel.
 pub fn multi_head_attention(
     q: Tensor<4>,
-    kv: &KeyValue,
+    kv: &CachedKeyValue,
     rows: &RowMap,
     key_pad: Option<&Tensor<2, Bool>>,
     causal: Option<&Tensor<2, Bool>>,
     dropout: &Dropout,
 ) -> (Tensor<3>, Tensor<4>) {
-    let segment = Segment {
-        key: &kv.key,
-        value: &kv.value,
-        pad: key_pad,
-        rows,
-    };
     if q.dims()[2] == 1
         && causal.is_none()
-        && let Some(out) = kernels::single_query_attention(&q, &[segment], score_divisor(&q))
+        && let Some(out) =
+            kernels::single_query_attention(&q, &[kv.segment(key_pad, rows)], score_divisor(&q))
     {
         return out;
     }
+    let kv = &kv.to_f32();
     match rows.ids(&q.device()) {
         Some(idx) => {
             let pad = key_pad.map(|p| p.clone().select(0, idx.clone()));

@@ -12,7 +12,7 @@ use crate::engine::{self, RowMap};
 use crate::init::xavier_linear;
 use crate::layers::Linear;
 
-pub use crate::engine::{KeyValue, PrefixCache};
+pub use crate::engine::{CacheFormat, CachedKeyValue, KeyValue, PrefixCache};
 
 #[derive(Module, Debug)]
 pub struct MultiHeadAttention {
@@ -65,7 +65,7 @@ impl MultiHeadAttention {
     pub fn forward(
         &self,
         x: Tensor<3>,
-        kv: &KeyValue,
+        kv: &CachedKeyValue,
         kv_rows: &RowMap,
         key_pad: Option<&Tensor<2, Bool>>,
         causal: Option<&Tensor<2, Bool>>,

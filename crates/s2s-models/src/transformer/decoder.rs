@@ -7,10 +7,10 @@ use burn::nn::{LayerNorm, LayerNormConfig};
 use burn::tensor::{Bool, Device, Tensor};
 
 use super::TransformerConfig;
-use super::attention::{KeyValue, MultiHeadAttention, PrefixCache};
+use super::attention::{CachedKeyValue, MultiHeadAttention, PrefixCache};
 use super::feed_forward::FeedForward;
 use super::sublayer::Sublayer;
-use crate::engine::RowMap;
+use crate::engine::{CacheFormat, RowMap};
 
 #[derive(Module, Debug)]
 pub struct DecoderLayer {
@@ -20,6 +20,14 @@ pub struct DecoderLayer {
     pub cross_attn_sub: Sublayer,
     pub ffn: FeedForward,
     pub ffn_sub: Sublayer,
+}
+
+/// The encoder side a decoder layer attends over: the projected encoder outputs of its
+/// cross-attention and their padding (`[n, src_len]`), row `i` reading row `rows.get(i)` of both.
+pub struct EncoderSide<'a> {
+    pub kv: &'a CachedKeyValue,
+    pub rows: &'a RowMap,
+    pub pad: &'a Tensor<2, Bool>,
 }
 
 /// What one decoder layer returns besides its output.
@@ -52,18 +60,16 @@ impl DecoderLayer {
         }
     }
 
-    /// `x: [batch, q_len, d]` holds the positions after `past` (the cached prefix, if any).
-    /// `causal: [q_len, q_len]` masks the future within `x` when `q_len > 1`; `cross` are the
-    /// projected encoder outputs and `src_pad` their padding, row `i` reading row
-    /// `cross_rows.get(i)` of both.
+    /// `x: [batch, q_len, d]` holds the positions after `past` (the cached prefix, if any; a new
+    /// one keeps its later positions in `kv_cache`). `causal: [q_len, q_len]` masks the future
+    /// within `x` when `q_len > 1`.
     pub fn forward(
         &self,
         x: Tensor<3>,
         past: Option<PrefixCache>,
+        kv_cache: CacheFormat,
         causal: Option<&Tensor<2, Bool>>,
-        cross: &KeyValue,
-        cross_rows: &RowMap,
-        src_pad: &Tensor<2, Bool>,
+        cross: &EncoderSide<'_>,
     ) -> LayerOutput {
         let (x, self_kv) = self.self_attn_sub.forward(x, |h| {
             let new = self.self_attn.keys_values(h.clone());
@@ -74,14 +80,16 @@ impl DecoderLayer {
                 }
                 None => {
                     let identity = RowMap::identity();
-                    let out = self.self_attn.forward(h, &new, &identity, None, causal).0;
-                    (out, PrefixCache::new(new))
+                    let out = (self.self_attn)
+                        .forward(h, &new.clone().into(), &identity, None, causal)
+                        .0;
+                    (out, PrefixCache::new(new, kv_cache))
                 }
             }
         });
         let (x, cross_weights) = self.cross_attn_sub.forward(x, |h| {
             self.cross_attn
-                .forward(h, cross, cross_rows, Some(src_pad), None)
+                .forward(h, cross.kv, cross.rows, Some(cross.pad), None)
         });
         let x = self.ffn_sub.forward(x, |h| (self.ffn.forward(h), ())).0;
         LayerOutput {
@@ -97,6 +105,10 @@ pub struct TransformerDecoder {
     pub layers: Vec<DecoderLayer>,
     /// Pre-norm only: the normalisation after the last layer.
     pub final_norm: Option<LayerNorm>,
+    /// How decoding keeps the keys and values it attends over: f32, or int8 in an int8 model
+    /// that asks for it (`s2s quantize --kv-cache`).
+    #[module(skip)]
+    pub kv_cache: CacheFormat,
 }
 
 impl TransformerDecoder {
@@ -108,6 +120,7 @@ impl TransformerDecoder {
             final_norm: cfg
                 .pre_norm
                 .then(|| LayerNormConfig::new(cfg.d_model).init(device)),
+            kv_cache: CacheFormat::F32,
         }
     }
 

@@ -39,7 +39,7 @@ impl EncoderLayer {
     /// `x: [batch, src_len, d]`, `pad: [batch, src_len]` (true at padding).
     pub fn forward(&self, x: Tensor<3>, pad: &Tensor<2, Bool>) -> Tensor<3> {
         let (x, ()) = self.self_attn_sub.forward(x, |h| {
-            let kv = self.self_attn.keys_values(h.clone());
+            let kv = self.self_attn.keys_values(h.clone()).into();
             (
                 self.self_attn
                     .forward(h, &kv, &RowMap::identity(), Some(pad), None)

@@ -6,8 +6,8 @@ use burn::nn::{Dropout, DropoutConfig};
 use burn::tensor::{Bool, Device, Int, Tensor};
 
 use super::TransformerConfig;
-use super::attention::{KeyValue, PrefixCache};
-use super::decoder::TransformerDecoder;
+use super::attention::{CachedKeyValue, PrefixCache};
+use super::decoder::{EncoderSide, TransformerDecoder};
 use super::encoder::TransformerEncoder;
 use super::positions::PositionEncoding;
 use crate::copy::CopyGate;
@@ -22,7 +22,7 @@ use crate::{OutputLayer, PaddedSource};
 #[derive(Clone, Debug)]
 pub struct TransformerState {
     /// Per decoder layer: encoder-decoder keys and values, projected once per sentence.
-    pub cross: Vec<KeyValue>,
+    pub cross: Vec<CachedKeyValue>,
     /// `[sentences, src_len]`, true at source padding.
     pub src_pad: Tensor<2, Bool>,
     /// Row `i` decodes sentence `cross_rows.get(i)` of `cross` and `src_pad`. Beams share their
@@ -249,7 +249,12 @@ impl TransformerSeq2Seq {
                 .decoder
                 .layers
                 .iter()
-                .map(|l| l.cross_attn.keys_values(memory.clone()))
+                .map(|l| {
+                    CachedKeyValue::new(
+                        l.cross_attn.keys_values(memory.clone()),
+                        self.decoder.kv_cache,
+                    )
+                })
                 .collect(),
             src_pad: pad,
             cross_rows: RowMap::identity(),
@@ -298,14 +303,12 @@ impl TransformerSeq2Seq {
         let mut attn = None;
         for (l, layer) in self.decoder.layers.iter().enumerate() {
             let prev = past.as_mut().and_then(|p| p.next());
-            let out = layer.forward(
-                x,
-                prev,
-                causal.as_ref(),
-                &state.cross[l],
-                &state.cross_rows,
-                &state.src_pad,
-            );
+            let cross = EncoderSide {
+                kv: &state.cross[l],
+                rows: &state.cross_rows,
+                pad: &state.src_pad,
+            };
+            let out = layer.forward(x, prev, self.decoder.kv_cache, causal.as_ref(), &cross);
             x = out.x;
             new_past.push(out.self_kv);
             if l == align {
