@@ -596,37 +596,30 @@ impl StepKernel for Attend<'_> {
 /// A dot product in 16 independent lanes (vectorisable without reassociating any sum).
 #[inline(always)]
 fn dot(a: &[f32], b: &[f32]) -> f32 {
-    const LANES: usize = 16;
-    let mut acc = [0.0f32; LANES];
-    let (a_main, a_tail) = a.split_at(a.len() / LANES * LANES);
-    let (b_main, b_tail) = b.split_at(a_main.len());
-    for (x, y) in a_main.chunks_exact(LANES).zip(b_main.chunks_exact(LANES)) {
-        for l in 0..LANES {
-            acc[l] += x[l] * y[l];
-        }
-    }
-    let mut sum = acc.iter().sum::<f32>();
-    for (x, y) in a_tail.iter().zip(b_tail) {
-        sum += x * y;
-    }
-    sum
+    dot_as(a, b, |y| y)
 }
 
 /// [`dot`] of f32 by int8 values, each converted to f32 (exactly) in the same lanes.
 #[inline(always)]
 fn dot_i8(a: &[f32], b: &[i8]) -> f32 {
+    dot_as(a, b, f32::from)
+}
+
+/// `sum a[i] * f(b[i])` in [`dot`]'s 16 lanes.
+#[inline(always)]
+fn dot_as<T: Copy>(a: &[f32], b: &[T], f: impl Fn(T) -> f32) -> f32 {
     const LANES: usize = 16;
     let mut acc = [0.0f32; LANES];
     let (a_main, a_tail) = a.split_at(a.len() / LANES * LANES);
     let (b_main, b_tail) = b.split_at(a_main.len());
     for (x, y) in a_main.chunks_exact(LANES).zip(b_main.chunks_exact(LANES)) {
         for l in 0..LANES {
-            acc[l] += x[l] * y[l] as f32;
+            acc[l] += x[l] * f(y[l]);
         }
     }
     let mut sum = acc.iter().sum::<f32>();
     for (x, &y) in a_tail.iter().zip(b_tail) {
-        sum += x * y as f32;
+        sum += x * f(y);
     }
     sum
 }
