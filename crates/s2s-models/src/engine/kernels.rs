@@ -275,7 +275,7 @@ fn dims4(t: &FlexTensor) -> [usize; 4] {
     [s[0], s[1], s[2], s[3]]
 }
 
-/// `[n, heads, len, d]` keys or values, in f32 or int8 (an int8 prefix cache's blocks).
+/// `[n, heads, len, d]` keys or values, in f32 or int8 (`super::CacheFormat::Int8`).
 #[derive(Clone, Copy)]
 pub enum Vectors<'a> {
     F32(&'a Tensor<4>),
