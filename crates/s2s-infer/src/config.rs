@@ -50,6 +50,10 @@ pub enum BestBy {
     Loss,
     /// Validation word error rate, lower is better (speech recognition).
     Wer,
+    /// Validation ROUGE of greedy outputs: the mean of the ROUGE-1, -2 and -L F-measures with
+    /// the stemmer (summaries, whose 4-gram BLEU is often 0 for short outputs such as subject
+    /// lines, and then cannot tell checkpoints apart).
+    Rouge,
 }
 
 impl BestBy {
@@ -316,13 +320,13 @@ impl RunConfig {
             ));
         }
         let kept_by = match task {
-            Task::Translation => "\"bleu\" or \"loss\"",
+            Task::Translation => "\"bleu\", \"rouge\" or \"loss\"",
             Task::Tagging | Task::Classification => "\"accuracy\" or \"loss\"",
             Task::Generation => "\"loss\"",
             Task::Asr => "\"wer\" or \"loss\"",
         };
         let fits = match self.train.best_by {
-            BestBy::Bleu => task == Task::Translation,
+            BestBy::Bleu | BestBy::Rouge => task == Task::Translation,
             BestBy::Accuracy => task.labels_input(),
             BestBy::Wer => task == Task::Asr,
             BestBy::Loss => true,

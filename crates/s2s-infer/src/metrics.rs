@@ -30,6 +30,9 @@ pub struct MetricsRecord {
     /// Percent word error rate of greedy validation transcripts (speech).
     #[serde(default = "absent", with = "finite_or_null")]
     pub valid_wer: f64,
+    /// Mean ROUGE-1, -2 and -L F of greedy validation outputs, measured for `best_by = "rouge"`.
+    #[serde(default = "absent", with = "finite_or_null")]
+    pub valid_rouge: f64,
     #[serde(default = "absent", with = "finite_or_null")]
     pub tokens_per_sec: f64,
     #[serde(default = "absent", with = "finite_or_null")]
@@ -42,7 +45,8 @@ pub struct MetricsRecord {
 
 impl MetricsRecord {
     /// The validation in words, as training prints it: `valid loss L, ppl P`, then the task's
-    /// score where it has one (`accuracy A%`, `WER W%` or `BLEU B`; generation has none).
+    /// score where it has one (`accuracy A%`, `WER W%` or `BLEU B`, with `ROUGE R` where it was
+    /// measured; generation has none).
     pub fn validation_summary(&self) -> String {
         let mut out = format!(
             "valid loss {:.3}, ppl {:.2}",
@@ -54,6 +58,9 @@ impl MetricsRecord {
             out += &format!(", WER {:.2}%", self.valid_wer);
         } else if self.valid_bleu.is_finite() {
             out += &format!(", BLEU {:.2}", self.valid_bleu);
+        }
+        if self.valid_rouge.is_finite() {
+            out += &format!(", ROUGE {:.2}", self.valid_rouge);
         }
         out
     }
@@ -121,6 +128,7 @@ mod tests {
             valid_bleu: f64::NAN,
             valid_accuracy: 91.5,
             valid_wer: f64::NAN,
+            valid_rouge: f64::NAN,
             tokens_per_sec: 100.0,
             elapsed_sec: 1.5,
             lr: 1e-3,

@@ -210,8 +210,9 @@ struct Figure {
     series: Vec<Series>,
 }
 
-/// The figures of a run: loss, its task's validation score (BLEU, or label accuracy for a
-/// labelling model, whose records have it), and the learning rate.
+/// The figures of a run: loss, its task's validation score (BLEU, with ROUGE where it was
+/// measured, or label accuracy for a labelling model, whose records have it), and the learning
+/// rate.
 fn figures(records: &[MetricsRecord]) -> Vec<Figure> {
     let labels = records.iter().any(|r| r.valid_accuracy.is_finite());
     let score = if labels {
@@ -222,6 +223,16 @@ fn figures(records: &[MetricsRecord]) -> Vec<Figure> {
             series: vec![("valid accuracy", RGBColor(22, 163, 74), |r| {
                 r.valid_accuracy
             })],
+        }
+    } else if records.iter().any(|r| r.valid_rouge.is_finite()) {
+        Figure {
+            name: "bleu",
+            y_desc: "validation BLEU, ROUGE",
+            legend: SeriesLabelPosition::LowerRight,
+            series: vec![
+                ("valid BLEU", RGBColor(22, 163, 74), |r| r.valid_bleu),
+                ("valid ROUGE", RGBColor(234, 88, 12), |r| r.valid_rouge),
+            ],
         }
     } else {
         Figure {

@@ -34,6 +34,10 @@ pub struct TrainerState {
     pub batch_in_epoch: usize,
     /// Best validation score so far (higher is better; loss is stored negated).
     pub best: Option<f64>,
+    /// The validation loss of the best model, which breaks ties in `best` (absent in states
+    /// written before it was kept: no tie then replaces the best model).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub best_loss: Option<f64>,
     /// Validations since the best one (early stopping).
     pub bad_validations: usize,
     /// Consecutive non-finite losses.

@@ -13,7 +13,7 @@ use burn::tensor::{Device, Tensor};
 use burn::train::Interrupter;
 use indicatif::{ProgressBar, ProgressStyle};
 use s2s_data::{BatchConfig, EncodedSplit, TextTokenizer, epoch_batches, sorted_batches};
-use s2s_eval::{BleuConfig, corpus_bleu};
+use s2s_eval::{BleuConfig, RougeConfig, RougeType, corpus_bleu, corpus_rouge};
 use s2s_infer::config::{BestBy, OptimizerKind, RunConfig, TrainConfig};
 use s2s_infer::metrics::{self, MetricsRecord};
 use s2s_infer::model_dir::METRICS;
@@ -138,6 +138,8 @@ struct Validation {
     accuracy: f64,
     /// Percent word error rate of greedy transcripts (speech).
     wer: f64,
+    /// Mean ROUGE-1, -2 and -L F of the greedy outputs (translation, for `best_by = "rouge"`).
+    rouge: f64,
 }
 
 /// Validation utterances as the search and the labeller read them.
@@ -158,6 +160,19 @@ fn text_sources(split: &EncodedSplit) -> Vec<TextSource> {
         .collect()
 }
 
+/// Whether a validation with `score` (higher is better) and `loss` beats the best so far. A tie
+/// in the score goes to the lower validation loss: a score that has not moved yet (BLEU is 0 on
+/// short outputs until 4-grams match) would otherwise keep the first model for good.
+fn improves(best: Option<f64>, best_loss: Option<f64>, score: f64, loss: f64) -> bool {
+    if !score.is_finite() {
+        return true;
+    }
+    match best {
+        None => true,
+        Some(b) => score > b || (score == b && best_loss.is_some_and(|l| loss < l)),
+    }
+}
+
 /// Loss and the task's score on the validation split, with the model in inference mode: greedy
 /// BLEU for a translation model, label accuracy for a labeller.
 fn validate(
@@ -171,6 +186,7 @@ fn validate(
         bleu: f64::NAN,
         accuracy: f64::NAN,
         wer: f64::NAN,
+        rouge: f64::NAN,
     };
     let Some(valid) = corpus.valid else {
         return Ok(out);
@@ -262,6 +278,16 @@ fn validate(
     out.bleu = corpus_bleu(&texts, &refs, &bleu_cfg)
         .map_err(|e| TrainError::Config(format!("validation BLEU: {e}")))?
         .score;
+    if cfg.best_by == BestBy::Rouge {
+        let rouge_cfg = RougeConfig {
+            types: vec![RougeType::N(1), RougeType::N(2), RougeType::L],
+            ..RougeConfig::default()
+        };
+        let rouge = corpus_rouge(&texts, &refs, &rouge_cfg)
+            .map_err(|e| TrainError::Config(format!("validation ROUGE: {e}")))?;
+        out.rouge =
+            rouge.scores.iter().map(|(_, s)| s.fmeasure).sum::<f64>() / rouge.scores.len() as f64;
+    }
     Ok(out)
 }
 
@@ -695,6 +721,7 @@ impl<'a> Trainer<'a> {
             valid_bleu: measured.bleu,
             valid_accuracy: measured.accuracy,
             valid_wer: measured.wer,
+            valid_rouge: measured.rouge,
             tokens_per_sec: st.loss_tokens as f64 / st.train_sec_since_valid.max(1e-9),
             elapsed_sec: st.elapsed_sec,
             lr: learning_rate(cfg, &plan, st.step.max(1)),
@@ -726,11 +753,12 @@ impl<'a> Trainer<'a> {
             BestBy::Bleu if corpus.valid.is_some() => measured.bleu,
             BestBy::Accuracy if corpus.valid.is_some() => measured.accuracy,
             BestBy::Wer if corpus.valid.is_some() => -measured.wer,
+            BestBy::Rouge if corpus.valid.is_some() => measured.rouge,
             _ => -valid_loss,
         };
-        let improved = st.best.is_none_or(|b| score > b) || !score.is_finite();
-        if improved {
+        if improves(st.best, st.best_loss, score, valid_loss) {
             st.best = Some(score);
+            st.best_loss = Some(valid_loss);
             st.bad_validations = 0;
             s2s_models::io::save_weights(&inference, &model_dir.join(s2s_infer::model_dir::BEST))?;
         } else {
@@ -740,5 +768,43 @@ impl<'a> Trainer<'a> {
             }
         }
         Ok(None)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::improves;
+
+    #[test]
+    fn a_higher_score_wins_and_a_tied_score_goes_to_the_lower_loss() {
+        assert!(
+            improves(None, None, 0.0, 5.0),
+            "the first validation is the best"
+        );
+        assert!(
+            improves(Some(1.0), Some(2.0), 1.5, 9.0),
+            "a higher score wins at any loss"
+        );
+        assert!(
+            !improves(Some(1.0), Some(2.0), 0.5, 0.1),
+            "a lower score loses at any loss"
+        );
+        assert!(
+            improves(Some(0.0), Some(4.0), 0.0, 3.9),
+            "BLEU 0 again, lower loss"
+        );
+        assert!(
+            !improves(Some(0.0), Some(4.0), 0.0, 4.0),
+            "an exact tie keeps the older model"
+        );
+        assert!(!improves(Some(0.0), Some(4.0), 0.0, 4.1));
+        assert!(
+            !improves(Some(0.0), None, 0.0, 0.1),
+            "a state written before losses were kept breaks no tie"
+        );
+        assert!(
+            improves(Some(3.0), Some(1.0), f64::NAN, f64::NAN),
+            "no validation split: every model is kept"
+        );
     }
 }

@@ -1,6 +1,7 @@
 //! The Transformer and ConvS2S learn to reverse digit strings through the real trainer and are
 //! decoded through the search adapter (KV cache / convolution windows): exact-match accuracy on
 //! held-out strings catches wiring bugs that a falling loss can hide. Both also resume exactly.
+//! A model kept by validation ROUGE (`best_by = "rouge"`) is the one that scored the best.
 
 mod common;
 
@@ -95,4 +96,92 @@ fn transformer_resumes_exactly() {
 #[test]
 fn convs2s_resumes_exactly() {
     resumes_exactly("convs2s-tiny", "dropout = 0.2");
+}
+
+/// Greedy validation ROUGE of `model_dir`'s best model, measured as the trainer measures it
+/// for `best_by = "rouge"` (mean of ROUGE-1, -2 and -L F, stemmed).
+fn valid_rouge(
+    model_dir: &std::path::Path,
+    data: &s2s_data::DataDir,
+    run: &s2s_infer::RunConfig,
+) -> f64 {
+    let device = burn::tensor::Device::flex();
+    let model = s2s_models::Seq2SeqModel::new(&run.model, run.src_vocab, run.tgt_vocab, &device);
+    let model = s2s_models::io::load_weights(model, &model_dir.join("model.safetensors")).unwrap();
+    let text = data.valid.as_ref().unwrap();
+    let valid = data.encode(text);
+    let search = s2s_infer::defaults::search(s2s_search::Strategy::Greedy, valid.specials);
+    let hyps =
+        s2s_models::decoder::translate_all(&model, &device, run.tgt_vocab, &valid.src, &search, 64)
+            .unwrap();
+    let texts: Vec<String> = hyps
+        .iter()
+        .map(|h| data.tgt_tokenizer.decode(&h[0].tokens))
+        .collect();
+    let cfg = s2s_eval::RougeConfig {
+        types: vec![
+            s2s_eval::RougeType::N(1),
+            s2s_eval::RougeType::N(2),
+            s2s_eval::RougeType::L,
+        ],
+        ..Default::default()
+    };
+    let rouge = s2s_eval::corpus_rouge(&texts, &[&text.tgt], &cfg).unwrap();
+    rouge.scores.iter().map(|(_, s)| s.fmeasure).sum::<f64>() / 3.0
+}
+
+/// `best_by = "rouge"`: every validation logs its ROUGE, and the model kept is the one whose
+/// greedy outputs score the best ROUGE logged (ties to the lower loss).
+#[test]
+fn a_model_kept_by_rouge_is_the_validation_with_the_best_rouge() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let data = reversal_data(dir.path(), 1500, 6);
+    // The kept model is decoded again here: its ROUGE must be the best one logged, which ties
+    // the logged number to the kept weights (the tie rule itself is a unit test of the trainer).
+    let run = run_config(
+        "transformer-tiny",
+        &data,
+        "max_steps = 240\nmax_tokens = 600\nlr = 5e-3\nwarmup_steps = 20\nschedule = \"constant\"\nvalid_every = 30\npatience = 0\nmax_epochs = 100\nbest_by = \"rouge\"",
+    );
+    let model_dir = dir.path().join("model");
+    train(&model_dir, &data, &run, false);
+    let records = s2s_infer::metrics::read(&model_dir.join("metrics.jsonl")).unwrap();
+    assert_eq!(records.len(), 8);
+    for r in &records {
+        assert!(
+            (0.0..=100.0).contains(&r.valid_rouge) && r.valid_bleu.is_finite(),
+            "step {}: ROUGE {} BLEU {}",
+            r.step,
+            r.valid_rouge,
+            r.valid_bleu
+        );
+        assert!(
+            r.validation_summary().contains("ROUGE"),
+            "{}",
+            r.validation_summary()
+        );
+    }
+    let best = records
+        .iter()
+        .max_by(|a, b| {
+            a.valid_rouge
+                .total_cmp(&b.valid_rouge)
+                .then(b.valid_loss.total_cmp(&a.valid_loss))
+        })
+        .unwrap();
+    let kept = valid_rouge(&model_dir, &data, &run);
+    eprintln!(
+        "ROUGE by step: {:?}; kept {kept:.4}",
+        records
+            .iter()
+            .map(|r| (r.step, r.valid_rouge))
+            .collect::<Vec<_>>()
+    );
+    assert!(
+        (kept - best.valid_rouge).abs() < 1e-9,
+        "the kept model scores {kept}, the best validation (step {}) {}",
+        best.step,
+        best.valid_rouge
+    );
 }

@@ -181,6 +181,7 @@ pub fn assert_same_metrics(a: &Path, b: &Path) -> usize {
             ("valid BLEU", x.valid_bleu, y.valid_bleu),
             ("valid accuracy", x.valid_accuracy, y.valid_accuracy),
             ("valid WER", x.valid_wer, y.valid_wer),
+            ("valid ROUGE", x.valid_rouge, y.valid_rouge),
         ] {
             assert_eq!(u.to_bits(), v.to_bits(), "{what} at step {}", x.step);
         }
