@@ -224,22 +224,21 @@ fn figures(records: &[MetricsRecord]) -> Vec<Figure> {
                 r.valid_accuracy
             })],
         }
-    } else if records.iter().any(|r| r.valid_rouge.is_finite()) {
-        Figure {
-            name: "bleu",
-            y_desc: "validation BLEU, ROUGE",
-            legend: SeriesLabelPosition::LowerRight,
-            series: vec![
-                ("valid BLEU", RGBColor(22, 163, 74), |r| r.valid_bleu),
-                ("valid ROUGE", RGBColor(234, 88, 12), |r| r.valid_rouge),
-            ],
-        }
     } else {
+        let mut series: Vec<Series> = vec![("valid BLEU", RGBColor(22, 163, 74), |r| r.valid_bleu)];
+        let rouge = records.iter().any(|r| r.valid_rouge.is_finite());
+        if rouge {
+            series.push(("valid ROUGE", RGBColor(234, 88, 12), |r| r.valid_rouge));
+        }
         Figure {
             name: "bleu",
-            y_desc: "validation BLEU",
+            y_desc: if rouge {
+                "validation BLEU, ROUGE"
+            } else {
+                "validation BLEU"
+            },
             legend: SeriesLabelPosition::LowerRight,
-            series: vec![("valid BLEU", RGBColor(22, 163, 74), |r| r.valid_bleu)],
+            series,
         }
     };
     vec![
@@ -483,5 +482,35 @@ mod tests {
         assert_eq!(numbered_path(p, 0, 1), p);
         assert_eq!(numbered_path(p, 1, 3), Path::new("/tmp/out.2.svg"));
         assert_eq!(numbered_path(Path::new("att"), 0, 2), Path::new("att.1"));
+    }
+
+    #[test]
+    fn the_score_figure_draws_rouge_only_where_it_was_measured() {
+        let record = |step: usize, rouge: f64| MetricsRecord {
+            step,
+            epoch: 0,
+            train_loss: 3.0,
+            valid_loss: 2.5,
+            valid_ppl: 2.5f64.exp(),
+            valid_bleu: 1.0,
+            valid_accuracy: f64::NAN,
+            valid_wer: f64::NAN,
+            valid_rouge: rouge,
+            tokens_per_sec: 100.0,
+            elapsed_sec: step as f64,
+            lr: 1e-3,
+            teacher_forcing: 1.0,
+        };
+        let score = |records: &[MetricsRecord]| {
+            let svgs = training_svgs(records).unwrap();
+            svgs.into_iter()
+                .find(|(name, _)| *name == "bleu")
+                .unwrap()
+                .1
+        };
+        let with = score(&[record(10, 20.0), record(20, 25.0)]);
+        assert!(with.contains("valid ROUGE") && with.contains("valid BLEU"));
+        let without = score(&[record(10, f64::NAN), record(20, f64::NAN)]);
+        assert!(!without.contains("ROUGE") && without.contains("valid BLEU"));
     }
 }
