@@ -1,6 +1,7 @@
 //! The benchmark recipes: every config under `configs/` resolves, the Multi30k ones to their
 //! presets with one shared recipe, and `bench/multi30k.sh` runs end to end on a slice of the
-//! corpus with a -tiny model (a smoke run of about half a minute).
+//! corpus with a -tiny model (a smoke run of about half a minute). A `best_by` that does not
+//! score the task is refused with the ones that do.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -212,4 +213,27 @@ fn the_runner_writes_the_table_and_the_curves() {
         }
     }
     assert!(out.join("models/transformer+avg2/average.json").exists());
+}
+
+#[test]
+fn a_score_that_does_not_fit_the_task_is_refused_with_the_ones_that_do() {
+    let path = workspace().join("configs/tagging/ud-ewt.toml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let (arch, model, mut train) =
+        s2s_infer::config::resolve(None, Some((&path.display().to_string(), &text)), None).unwrap();
+    let run = |train: s2s_infer::config::TrainConfig| s2s_infer::RunConfig {
+        arch: arch.clone(),
+        task: None,
+        src_vocab: 8000,
+        tgt_vocab: 20,
+        model: model.clone(),
+        train,
+    };
+    run(train.clone()).validate().unwrap();
+    train.best_by = s2s_infer::config::BestBy::Rouge;
+    let e = run(train).validate().unwrap_err();
+    assert!(
+        e.contains("best_by = \"rouge\"") && e.contains("\"accuracy\" or \"loss\""),
+        "{e}"
+    );
 }
