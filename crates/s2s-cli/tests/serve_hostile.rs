@@ -36,16 +36,26 @@ fn closed_by_server(mut s: TcpStream) -> bool {
     }
 }
 
-/// A request whose search takes seconds: 128 sentences of 20 tokens, one per batch, beam 16.
+/// How many sentences [`slow_request`] sends: enough that the test model, one sentence per
+/// batch, takes seconds even on a fast CPU (128 took 0.16 s on a 2026 Xeon, and the tests that
+/// hang up or time out then raced the answer).
+const SLOW_SENTENCES: usize = 2048;
+
+/// A request whose search takes seconds: [`SLOW_SENTENCES`] sentences of 20 tokens, one per
+/// batch, beam 16.
 fn slow_request() -> Value {
-    json!({ "text": vec!["1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0"; 128], "beam": 16 })
+    json!({
+        "text": vec!["1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0"; SLOW_SENTENCES],
+        "beam": 16,
+    })
 }
 
 fn slow_config() -> s2s_serve::ServeConfig {
     let mut cfg = config();
     cfg.engine.max_batch = 1;
     cfg.engine.max_wait = Duration::ZERO;
-    cfg.limits.max_sentences = 128;
+    cfg.limits.max_sentences = SLOW_SENTENCES;
+    cfg.limits.max_body_bytes = 1 << 20;
     cfg
 }
 
@@ -81,14 +91,17 @@ fn a_request_past_its_deadline_stops_its_search_and_frees_the_worker() {
     let r = translate(addr, &slow_request());
     assert_eq!(r.status, 504, "{}", r.body);
     // The search stops at its next step (or, if the deadline falls between two of its batches,
-    // the request leaves the rotation): the worker's sentence count stops short of 128.
+    // the request leaves the rotation): the worker's sentence count stops short of them all.
     let sentences = |addr| get(addr, "/health").json()["stats"]["sentences"].as_u64();
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
     loop {
         let before = sentences(addr);
         std::thread::sleep(Duration::from_millis(500));
         if before == sentences(addr) {
-            assert!(before < Some(128), "the request was decoded to the end");
+            assert!(
+                before < Some(SLOW_SENTENCES as u64),
+                "the request was decoded to the end"
+            );
             break;
         }
         assert!(
@@ -112,7 +125,7 @@ fn a_small_request_is_served_while_a_large_one_decodes() {
     let small = translate(addr, &json!({ "text": "7 8 9" }));
     assert_eq!(small.status, 200, "{}", small.body);
     assert_eq!(small.json()["translations"][0]["hyps"][0]["text"], "9 8 7");
-    // Sentences decoded so far: the small one, and the large one's first few, not all 128.
+    // Sentences decoded so far: the small one, and the large one's first few, not all of them.
     let decoded = get(addr, "/health").json()["stats"]["sentences"]
         .as_u64()
         .unwrap();
@@ -122,7 +135,10 @@ fn a_small_request_is_served_while_a_large_one_decodes() {
     );
     let large = large.join().unwrap();
     assert_eq!(large.status, 200, "{}", large.body);
-    assert_eq!(large.json()["translations"].as_array().unwrap().len(), 128);
+    assert_eq!(
+        large.json()["translations"].as_array().unwrap().len(),
+        SLOW_SENTENCES
+    );
 }
 
 #[test]

@@ -103,7 +103,8 @@ pub struct Stats {
     pub queued: AtomicU64,
     /// Requests accepted into the queue so far (those turned away with 503 not counted).
     pub accepted: AtomicU64,
-    /// Searches stopped between steps because every request of the batch had gone.
+    /// Requests whose client went away while the worker was decoding them: their search
+    /// stopped at its next step, or they left the rotation before their next batch.
     pub interrupted: AtomicU64,
 }
 
@@ -456,7 +457,14 @@ fn worker_loop(
                 }
             }
         }
+        // Requests whose clients left, inside a search (stopped at its next step) or between
+        // two of their batches, leave the rotation here and are counted once.
+        let before = active.len();
         active.retain(|a| !a.job.abandoned());
+        for _ in active.len()..before {
+            stats.interrupted.fetch_add(1, Ordering::Relaxed);
+            metrics.interrupted();
+        }
         if active.is_empty() {
             continue;
         }
@@ -730,9 +738,7 @@ fn decode_one_batch(
             None
         }
         Ok(Err(s2s_infer::InferError::Search(SearchError::Interrupted))) => {
-            stats.interrupted.fetch_add(1, Ordering::Relaxed);
-            metrics.interrupted();
-            // Every request of the batch is gone; the next round drops them.
+            // Every request of the batch is gone; the next round drops and counts them.
             return;
         }
         Ok(Err(e)) => Some(ApiError::new(500, format!("search failed: {e}"))),

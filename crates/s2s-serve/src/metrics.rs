@@ -99,7 +99,7 @@ impl Default for Metrics {
         );
         registry.register(
             "searches_interrupted",
-            "Searches stopped between steps because every request of their batch had gone",
+            "Requests whose client went away while they were being decoded",
             interrupted.clone(),
         );
         Metrics {
