@@ -356,12 +356,19 @@ pub const FOREIGN_PREFIX: char = ' ';
 /// (same ids, same scores: text without those names segments exactly as before), with the
 /// extraction of special tokens from the text turned off.
 ///
-/// Clones share both tokenizers (a unigram model's lookup trie alone takes megabytes).
+/// Only the encoder is kept in memory (a unigram model's lookup trie alone takes megabytes):
+/// the ids and names of the entries it renamed give back the vocabulary as written, and the JSON
+/// text the tokenizer as saved. Clones share all of it.
 #[derive(Clone)]
 pub struct TextTokenizer {
-    inner: Arc<Tokenizer>,
-    /// `inner` as it encodes text: see the type's docs.
+    /// The tokenizer as it encodes text: see the type's docs.
     encoder: Arc<Tokenizer>,
+    /// The entries the encoder's model renamed: `(id, name as written)`, sorted by id.
+    renamed: Arc<[(u32, String)]>,
+    /// The HF JSON text of the tokenizer as written (what [`TextTokenizer::save`] writes).
+    json: Arc<str>,
+    /// The tokenizer as written, parsed from `json` on first use by [`TextTokenizer::inner`].
+    inner: Arc<std::sync::OnceLock<Tokenizer>>,
     /// The ids that text never produces (sorted): the specials, the special added tokens and,
     /// in a Marian vocabulary, the target-language tags. A language tag at the start of the text
     /// is the exception (see [`TextTokenizer::try_encode`]).
@@ -454,25 +461,30 @@ fn reserved_ids(tok: &Tokenizer, specials: Specials) -> Vec<u32> {
 /// plain space), a BPE merge that would build one of them dropped, and the special tokens in
 /// the text not extracted. Ids and scores are kept, so text without those names segments as
 /// with `tok`.
-fn text_encoder(tok: &Tokenizer, reserved: &[u32]) -> std::result::Result<Tokenizer, String> {
+///
+/// Returns the encoder and the entries it renamed, `(id, name)` sorted by id (none where the
+/// model is kept as it is).
+fn text_encoder(
+    tok: Tokenizer,
+    reserved: &[u32],
+) -> std::result::Result<(Tokenizer, Vec<(u32, String)>), String> {
     use tokenizers::Model;
-    let model = tok.get_model();
-    let renamed: std::collections::HashMap<String, String> = reserved
+    let entries: Vec<(u32, String)> = reserved
         .iter()
-        .filter_map(|&id| model.id_to_token(id))
-        .filter(|name| !name.starts_with(FOREIGN_PREFIX))
-        .map(|name| {
-            let hidden = format!("{FOREIGN_PREFIX}{name}{FOREIGN_PREFIX}");
-            (name, hidden)
-        })
+        .filter_map(|&id| tok.get_model().id_to_token(id).map(|name| (id, name)))
+        .filter(|(_, name)| !name.starts_with(FOREIGN_PREFIX))
         .collect();
-    let mut encoder = tok.clone();
+    let renamed: std::collections::HashMap<String, String> = entries
+        .iter()
+        .map(|(_, name)| (name.clone(), hidden_name(name)))
+        .collect();
+    let mut encoder = tok;
     encoder.set_encode_special_tokens(true);
     if renamed.is_empty() {
-        return Ok(encoder);
+        return Ok((encoder, Vec::new()));
     }
     let cannot = |e: &dyn std::fmt::Display| format!("cannot build the text encoder: {e}");
-    let mut json = serde_json::to_value(model).map_err(|e| cannot(&e))?;
+    let mut json = serde_json::to_value(encoder.get_model()).map_err(|e| cannot(&e))?;
     let rename = |v: &mut serde_json::Value| {
         if let Some(new) = v.as_str().and_then(|t| renamed.get(t)) {
             *v = serde_json::Value::String(new.clone());
@@ -518,11 +530,21 @@ fn text_encoder(tok: &Tokenizer, reserved: &[u32]) -> std::result::Result<Tokeni
             }
         }
         // Other models are not built by s2s; `segment` still maps a reserved id to unknown.
-        _ => return Ok(encoder),
+        _ => return Ok((encoder, Vec::new())),
     }
+    // The old model goes before the new one is built, so that the process never holds two
+    // lookup tries (its peak memory would keep the second).
+    encoder.with_model(ModelWrapper::WordLevel(WordLevel::default()));
     let model: ModelWrapper = serde_json::from_value(json).map_err(|e| cannot(&e))?;
     encoder.with_model(model);
-    Ok(encoder)
+    let mut entries = entries;
+    entries.sort_unstable();
+    Ok((encoder, entries))
+}
+
+/// The name a reserved entry has in the text encoder's model: out of reach of any text.
+fn hidden_name(name: &str) -> String {
+    format!("{FOREIGN_PREFIX}{name}{FOREIGN_PREFIX}")
 }
 
 impl TextTokenizer {
@@ -565,12 +587,20 @@ impl TextTokenizer {
             what: "tokenizer JSON".to_owned(),
             message: format!("cannot parse it ({e}); fix: re-run `s2s prepare`"),
         })?;
-        Self::from_tokenizer(tok, "tokenizer JSON")
+        Self::wrap(tok, json.into(), "tokenizer JSON")
     }
 
     /// Wraps an HF tokenizer after finding its special tokens (s2s's at their fixed ids, or
     /// Marian's).
     pub fn from_tokenizer(inner: Tokenizer, what: &str) -> Result<Self> {
+        let json = inner
+            .to_string(true)
+            .map_err(|e| tok_err("serialising the tokenizer", e))?;
+        Self::wrap(inner, json.into(), what)
+    }
+
+    /// [`TextTokenizer::from_tokenizer`] for `inner` parsed from `json`.
+    fn wrap(inner: Tokenizer, json: Arc<str>, what: &str) -> Result<Self> {
         let specials = specials_of(&inner).map_err(|message| DataError::Tokenizer {
             what: what.to_owned(),
             message,
@@ -580,26 +610,28 @@ impl TextTokenizer {
             .keys()
             .any(|t| t.starts_with(FOREIGN_PREFIX));
         let reserved = reserved_ids(&inner, specials);
-        let encoder = text_encoder(&inner, &reserved).map_err(|message| DataError::Tokenizer {
-            what: what.to_owned(),
-            message,
-        })?;
-        let inner_size = inner.get_vocab_size(true);
+        let vocab_size = inner.get_vocab_size(true);
+        let signatures = inner
+            .get_vocab(false)
+            .keys()
+            .any(|t| crate::signature::is_signature(t));
+        let (encoder, renamed) =
+            text_encoder(inner, &reserved).map_err(|message| DataError::Tokenizer {
+                what: what.to_owned(),
+                message,
+            })?;
         let mut tok = Self {
-            inner: Arc::new(inner),
             encoder: Arc::new(encoder),
+            renamed: renamed.into(),
+            json,
+            inner: Default::default(),
             reserved,
             specials,
             has_foreign,
             signatures: false,
-            vocab_size: inner_size,
+            vocab_size,
         };
-        tok.signatures = tok.kind() == Some(TokenizerKind::Split)
-            && tok
-                .inner
-                .get_vocab(false)
-                .keys()
-                .any(|t| crate::signature::is_signature(t));
+        tok.signatures = signatures && tok.kind() == Some(TokenizerKind::Split);
         Ok(tok)
     }
 
@@ -618,12 +650,12 @@ impl TextTokenizer {
     /// The kind of tokenizer this is, by its model and pre-tokenizer; `None` for models s2s does
     /// not build.
     pub fn kind(&self) -> Option<TokenizerKind> {
-        match self.inner.get_model() {
+        match self.encoder.get_model() {
             ModelWrapper::BPE(_) => Some(TokenizerKind::Bpe),
             ModelWrapper::Unigram(_) => Some(TokenizerKind::Unigram),
             ModelWrapper::WordLevel(_) => {
                 let pre =
-                    serde_json::to_string(&self.inner.get_pre_tokenizer()).unwrap_or_default();
+                    serde_json::to_string(&self.encoder.get_pre_tokenizer()).unwrap_or_default();
                 Some(if pre.contains("FixedLength") {
                     TokenizerKind::Char
                 } else if pre.contains("WhitespaceSplit") {
@@ -653,9 +685,9 @@ impl TextTokenizer {
 
     /// The id of a raw entry, foreign ones included.
     fn entry_id(&self, entry: &str) -> Option<u32> {
-        self.inner.token_to_id(entry).or_else(|| {
+        self.token_to_id(entry).or_else(|| {
             self.has_foreign
-                .then(|| self.inner.token_to_id(&format!("{FOREIGN_PREFIX}{entry}")))
+                .then(|| self.token_to_id(&format!("{FOREIGN_PREFIX}{entry}")))
                 .flatten()
         })
     }
@@ -706,7 +738,6 @@ impl TextTokenizer {
                 .zip(text.split_whitespace())
                 .map(|(&id, item)| match id {
                     id if id == unk => self
-                        .inner
                         .token_to_id(&crate::signature::signature(item))
                         .unwrap_or(unk),
                     id if self.is_reserved(id) => unk,
@@ -775,8 +806,7 @@ impl TextTokenizer {
 
     /// The raw piece of `id` (a foreign entry without its prefix), or `None` when out of range.
     pub fn piece(&self, id: u32) -> Option<String> {
-        self.inner
-            .id_to_token(id)
+        self.id_to_token(id)
             .map(|t| match t.strip_prefix(FOREIGN_PREFIX) {
                 Some(piece) if self.has_foreign => piece.to_owned(),
                 _ => t,
@@ -792,9 +822,9 @@ impl TextTokenizer {
 
     /// The text of raw pieces (special tokens skipped), as [`TextTokenizer::decode`] gives it.
     pub(crate) fn decode_pieces(&self, pieces: impl Iterator<Item = String>) -> String {
-        let added = self.inner.get_added_vocabulary();
+        let added = self.encoder.get_added_vocabulary();
         let pieces: Vec<String> = pieces.filter(|p| !added.is_special_token(p)).collect();
-        let text = match self.inner.get_decoder() {
+        let text = match self.encoder.get_decoder() {
             Some(decoder) => {
                 use tokenizers::Decoder;
                 decoder.decode(pieces).unwrap_or_default()
@@ -813,7 +843,6 @@ impl TextTokenizer {
                 Some(t) if t.chars().all(|c| c == SPACE_MARKER) => " ".to_owned(),
                 Some(t) => t.replace(SPACE_MARKER, ""),
                 None => self
-                    .inner
                     .id_to_token(self.specials.unk)
                     .unwrap_or_else(|| SPECIAL_TOKENS[UNK as usize].to_owned()),
             })
@@ -827,30 +856,48 @@ impl TextTokenizer {
 
     /// The raw token string of an id, if any.
     pub fn id_to_token(&self, id: u32) -> Option<String> {
-        self.inner.id_to_token(id)
+        match self.renamed.binary_search_by_key(&id, |(i, _)| *i) {
+            Ok(i) => Some(self.renamed[i].1.clone()),
+            Err(_) => self.encoder.id_to_token(id),
+        }
     }
 
     /// The id of a raw token string, if any.
     pub fn token_to_id(&self, token: &str) -> Option<u32> {
-        self.inner.token_to_id(token)
+        if let Some((id, _)) = self.renamed.iter().find(|(_, name)| name == token) {
+            return Some(*id);
+        }
+        self.encoder
+            .token_to_id(token)
+            .filter(|&id| self.id_to_token(id).as_deref() == Some(token))
+    }
+
+    /// Every entry of the vocabulary, added tokens included: `(name as written, id)`.
+    pub fn vocab(&self) -> Vec<(String, u32)> {
+        (0..self.vocab_size as u32)
+            .filter_map(|id| self.id_to_token(id).map(|t| (t, id)))
+            .collect()
     }
 
     /// Whether `self` and `other` are one tokenizer in memory (clones, or a joint vocabulary
     /// loaded by [`TextTokenizer::pair_from_files`]).
     pub fn shares_memory_with(&self, other: &TextTokenizer) -> bool {
-        Arc::ptr_eq(&self.inner, &other.inner) && Arc::ptr_eq(&self.encoder, &other.encoder)
+        Arc::ptr_eq(&self.encoder, &other.encoder)
     }
 
-    /// The wrapped HF tokenizer.
+    /// The HF tokenizer as written (the special names in text become their ids, unlike
+    /// [`TextTokenizer::encode`]'s). Built on first use: a second copy of the model.
     pub fn inner(&self) -> &Tokenizer {
-        &self.inner
+        self.inner.get_or_init(|| {
+            self.json
+                .parse()
+                .expect("a tokenizer parses the JSON it was built from")
+        })
     }
 
     /// The HF JSON text of this tokenizer.
     pub fn to_json(&self) -> Result<String> {
-        self.inner
-            .to_string(true)
-            .map_err(|e| tok_err("serialising the tokenizer", e))
+        Ok(self.json.to_string())
     }
 
     /// Saves the tokenizer as HF JSON, atomically.

@@ -239,3 +239,56 @@ fn training_data_holding_control_names_has_no_control_ids() {
         );
     }
 }
+
+/// Only the text encoder is kept in memory: the vocabulary it answers with (ids, names, the
+/// whole list, the JSON it saves) is still the tokenizer's as written, renamed entries included,
+/// in every kind and in a Marian vocabulary with a language tag.
+#[test]
+fn the_vocabulary_is_the_one_written_though_only_the_encoder_is_kept() {
+    use s2s_data::sentencepiece::{SpmModel, marian_tokenizer, to_spm};
+    let lines = lines_with_control_names();
+    let mut toks: Vec<(String, TextTokenizer)> = ALL
+        .iter()
+        .map(|&kind| (kind.to_string(), train(kind, &lines, 2000)))
+        .collect();
+    let unigram = &toks[3].1;
+    let spm = SpmModel::parse(&to_spm(unigram, "test").unwrap(), "test").unwrap();
+    let mut vocab = vec!["</s>".to_owned(), "<unk>".to_owned(), ">>fra<<".to_owned()];
+    vocab.extend((4..unigram.vocab_size() as u32).map(|id| unigram.id_to_token(id).unwrap()));
+    vocab.push("<pad>".to_owned());
+    toks.push((
+        "marian".to_owned(),
+        marian_tokenizer(&spm, &vocab, "test").unwrap(),
+    ));
+    for (what, tok) in &toks {
+        let written = tok.inner();
+        let mut renamed = 0;
+        for id in 0..tok.vocab_size() as u32 {
+            let name = tok.id_to_token(id);
+            assert_eq!(name, written.id_to_token(id), "{what}: id {id}");
+            let name = name.unwrap();
+            assert_eq!(
+                tok.token_to_id(&name),
+                written.token_to_id(&name),
+                "{what}: {name:?}"
+            );
+            let hidden = format!(" {name} ");
+            if tok.encoder().token_to_id(&hidden) == Some(id) {
+                renamed += 1;
+                assert_eq!(tok.token_to_id(&hidden), None, "{what}: {hidden:?}");
+            }
+        }
+        assert!(
+            renamed > 0,
+            "{what}: nothing was renamed, so nothing was tested"
+        );
+        let listed: std::collections::HashMap<String, u32> = tok.vocab().into_iter().collect();
+        assert_eq!(listed, written.get_vocab(true), "{what}");
+        let again = TextTokenizer::from_json(&tok.to_json().unwrap()).unwrap();
+        assert!(
+            again.to_json().unwrap() == tok.to_json().unwrap(),
+            "{what}: the saved JSON changed on loading"
+        );
+        assert_eq!(again.vocab(), tok.vocab(), "{what}");
+    }
+}

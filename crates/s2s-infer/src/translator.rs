@@ -82,8 +82,7 @@ impl Translator {
             .unwrap_or_default();
         let (mut language_tags, mut language_tag_ids): (Vec<String>, Vec<u32>) = loaded
             .src_tokenizer
-            .inner()
-            .get_vocab(false)
+            .vocab()
             .into_iter()
             .map(|(t, id)| {
                 (
