@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Multi30k de->en benchmark table: get the data, prepare it once, train each selected model under
-# its time budget, translate test2016 greedily and with beam 5, score with sacreBLEU (cased, 13a)
-# and tokenised lower-cased BLEU, and write a markdown table plus a training-curve SVG per model.
+# its time budget, translate test2016 greedily and with beam 5 (its length penalty chosen on val),
+# score with sacreBLEU (cased, 13a) and tokenised lower-cased BLEU, and write a markdown table
+# plus a training-curve SVG per model.
 # See docs/benchmarks.md.
 set -euo pipefail
 
@@ -20,6 +21,9 @@ usage: bench/multi30k.sh [options]
   --tiny              train the -tiny variant of each preset (with the config's [train] options)
   --average N         also keep the last N checkpoints (train --keep-last N), average them with
                       `s2s average` and score that model as a second row, MODEL+avgN
+  --alphas "A B ..."  beam 5's length-penalty exponents (score = logprob / L^A) to try on val;
+                      test is decoded with the one of the best val sacreBLEU (default:
+                      "0.5 0.75 1 1.25"; one value skips the search)
   --configs DIR       config folder (default: configs/multi30k next to this script)
   -h, --help          this text
 
@@ -40,6 +44,7 @@ minutes=""
 slice=""
 tiny=0
 average=""
+alphas="0.5 0.75 1 1.25"
 configs="$here/../configs/multi30k"
 
 while [[ $# -gt 0 ]]; do
@@ -53,6 +58,7 @@ while [[ $# -gt 0 ]]; do
         --slice) slice="$2"; shift 2 ;;
         --tiny) tiny=1; shift ;;
         --average) average="$2"; shift 2 ;;
+        --alphas) alphas="$2"; shift 2 ;;
         --configs) configs="$2"; shift 2 ;;
         -h|--help) usage; exit 0 ;;
         *) echo "multi30k.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
@@ -68,6 +74,10 @@ fi
 [[ -x "$s2s" ]] || command -v "$s2s" >/dev/null || die "--s2s $s2s is not an executable"
 [[ -z "$slice" || "$slice" =~ ^[1-9][0-9]*$ ]] || die "--slice wants a positive number of sentences, got '$slice'"
 [[ -z "$average" || "$average" =~ ^[1-9][0-9]*$ ]] || die "--average wants a positive number of checkpoints, got '$average'"
+for a in $alphas; do
+    [[ "$a" =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "--alphas wants numbers such as \"0.5 0.75 1\", got '$a'"
+done
+[[ -n "${alphas// /}" ]] || die "--alphas wants at least one number"
 
 # The base budget in minutes of each model, and its preset (for --tiny).
 budget() { case "$1" in transformer) echo 45 ;; lstm|gru-cho|rnnsearch|convs2s) echo 60 ;; *) return 1 ;; esac; }
@@ -83,6 +93,7 @@ runner_cmd="bench/multi30k.sh --models \"$models\""
 [[ -n "$slice" ]] && runner_cmd+=" --slice $slice"
 [[ "$tiny" == 1 ]] && runner_cmd+=" --tiny"
 [[ -n "$average" ]] && runner_cmd+=" --average $average"
+[[ "$alphas" != "0.5 0.75 1 1.25" ]] && runner_cmd+=" --alphas \"$alphas\""
 
 # 1. The corpus, verified by sha256.
 raw="$out/data/raw"
@@ -124,18 +135,38 @@ bleu_of() { grep -o '"score": *[0-9.eE+-]*' "$1" | head -n 1 | sed 's/.*: *//'; 
 today="$(date -u +%Y-%m-%d)"
 threads="${RAYON_NUM_THREADS:-all}"
 
-# Translates test2016 with MODEL_DIR (greedy, then beam 5), scores both and writes the row NAME:
-# rows/NAME.md (the table's line) and rows/NAME.json.
+# The length-penalty exponent of --alphas whose beam-5 translation of val has the highest
+# sacreBLEU (the first of equals), for MODEL_DIR; sets best_alpha and best_valid.
+choose_alpha() {
+    local name="$1" dir="$2" a hyp bleu
+    set -- $alphas
+    best_alpha="$1" best_valid=null
+    [[ $# -gt 1 ]] || return 0
+    for a in "$@"; do
+        hyp="$out/hyp/$name.val.beam5-alpha$a.en"
+        "$s2s" translate --model "$dir" --input "$corpus/val.de" --output "$hyp" --search beam --beam 5 --alpha "$a"
+        "$s2s" eval --hyp "$hyp" --ref "$corpus/val.en" --metrics bleu --json >"$hyp.sacrebleu.json"
+        bleu=$(bleu_of "$hyp.sacrebleu.json")
+        echo "$name: val beam 5, alpha $a: sacreBLEU $bleu" >&2
+        if [[ "$best_valid" == null ]] || awk -v b="$bleu" -v c="$best_valid" 'BEGIN { exit !(b > c) }'; then
+            best_alpha="$a" best_valid="$bleu"
+        fi
+    done
+}
+
+# Translates test2016 with MODEL_DIR (greedy, then beam 5 with the alpha chosen on val), scores
+# both and writes the row NAME: rows/NAME.md (the table's line) and rows/NAME.json.
 # Uses: params, train_min, mins and cmd of the model being run.
 decode_and_score() {
-    local name="$1" dir="$2" search hyp d0 d1
+    local name="$1" dir="$2" search hyp d0 d1 best_alpha best_valid
     local -A score=()
+    choose_alpha "$name" "$dir"
     for search in greedy beam5; do
         hyp="$out/hyp/$name.$search.en"
         if [[ "$search" == greedy ]]; then
             s_args=(--search greedy)
         else
-            s_args=(--search beam --beam 5)
+            s_args=(--search beam --beam 5 --alpha "$best_alpha")
         fi
         d0=$(date +%s.%N)
         "$s2s" translate --model "$dir" --input "$corpus/test2016.de" --output "$hyp" "${s_args[@]}"
@@ -146,15 +177,15 @@ decode_and_score() {
         score[$search.sacre]=$(bleu_of "$hyp.sacrebleu.json")
         score[$search.lc]=$(bleu_of "$hyp.lc.json")
     done
-    printf '| %s | %s | %s | %s | %s | %s | %s | `%s` | %s |\n' \
+    printf '| %s | %s | %s | %s | %s | %s | %s | %s | `%s` | %s |\n' \
         "$name" "$params" "$train_min" \
         "${score[greedy.sacre]}" "${score[greedy.lc]}" "${score[beam5.sacre]}" "${score[beam5.lc]}" \
-        "$cmd" "$today" >"$out/rows/$name.md"
-    printf '{"model": "%s", "parameters": %s, "train_minutes": %s, "budget_minutes": %s, "threads": "%s", "greedy": {"sacrebleu": %s, "bleu_lc_13a": %s, "decode_sec": %s}, "beam5": {"sacrebleu": %s, "bleu_lc_13a": %s, "decode_sec": %s}, "date": "%s", "slice": %s}\n' \
+        "$best_alpha" "$cmd" "$today" >"$out/rows/$name.md"
+    printf '{"model": "%s", "parameters": %s, "train_minutes": %s, "budget_minutes": %s, "threads": "%s", "greedy": {"sacrebleu": %s, "bleu_lc_13a": %s, "decode_sec": %s}, "beam5": {"sacrebleu": %s, "bleu_lc_13a": %s, "decode_sec": %s, "alpha": %s, "valid_sacrebleu": %s}, "date": "%s", "slice": %s}\n' \
         "$name" "$params" "$train_min" "$mins" "$threads" \
         "${score[greedy.sacre]}" "${score[greedy.lc]}" "${score[greedy.decode_sec]}" \
         "${score[beam5.sacre]}" "${score[beam5.lc]}" "${score[beam5.decode_sec]}" \
-        "$today" "${slice:-null}" >"$out/rows/$name.json"
+        "$best_alpha" "$best_valid" "$today" "${slice:-null}" >"$out/rows/$name.json"
 }
 
 for m in $models; do
@@ -207,14 +238,15 @@ done
     echo
     echo "Produced by \`$runner_cmd\`. BLEU: sacreBLEU (cased, 13a) and tokenised lower-cased"
     echo "BLEU (13a, --lowercase), computed by \`s2s eval\`. Training minutes are wall-clock,"
-    echo "including validations."
+    echo "including validations. Beam 5 decodes test with the length-penalty exponent alpha"
+    echo "(score = logprob / L^alpha) whose val translation had the highest sacreBLEU."
     if [[ -n "$slice" ]]; then
         echo
         echo "**Smoke run on a slice of $slice training sentences: the numbers mean nothing.**"
     fi
     echo
-    echo "| model | parameters | train min | greedy sacreBLEU | greedy BLEU lc-tok | beam-5 sacreBLEU | beam-5 BLEU lc-tok | command | date |"
-    echo "|---|---:|---:|---:|---:|---:|---:|---|---|"
+    echo "| model | parameters | train min | greedy sacreBLEU | greedy BLEU lc-tok | beam-5 sacreBLEU | beam-5 BLEU lc-tok | beam-5 alpha | command | date |"
+    echo "|---|---:|---:|---:|---:|---:|---:|---:|---|---|"
     for m in lstm gru-cho rnnsearch convs2s transformer; do
         for row in "$out/rows/$m.md" "$out/rows/$m+avg"*.md; do
             if [[ -f "$row" ]]; then cat "$row"; fi

@@ -131,7 +131,7 @@ fn the_runner_writes_the_table_and_the_curves() {
         .lines()
         .find(|l| l.starts_with("| model"))
         .expect("table header");
-    assert_eq!(header.matches('|').count(), 10, "{header}");
+    assert_eq!(header.matches('|').count(), 11, "{header}");
     let rows: Vec<&str> = table
         .lines()
         .filter(|l| l.starts_with("| transformer |"))
@@ -158,7 +158,7 @@ fn the_runner_writes_the_table_and_the_curves() {
         .split(" | ")
         .map(str::trim)
         .collect();
-    assert_eq!(cells.len(), 9, "{cells:?}");
+    assert_eq!(cells.len(), 10, "{cells:?}");
     let params = number(cells[1]);
     assert!(params > 1000.0 && params.fract() == 0.0, "{cells:?}");
     let minutes = number(cells[2]);
@@ -167,11 +167,13 @@ fn the_runner_writes_the_table_and_the_curves() {
         let b = number(bleu);
         assert!((0.0..=100.0).contains(&b), "{cells:?}");
     }
+    let alpha = number(cells[7]);
+    assert!([0.5, 0.75, 1.0, 1.25].contains(&alpha), "{cells:?}");
     assert!(
-        cells[7].starts_with("`s2s train --data") && cells[7].contains("--max-minutes 0.25"),
+        cells[8].starts_with("`s2s train --data") && cells[8].contains("--max-minutes 0.25"),
         "{cells:?}"
     );
-    let date = cells[8];
+    let date = cells[9];
     assert!(
         date.len() == 10 && date.as_bytes()[4] == b'-' && date.as_bytes()[7] == b'-',
         "{date}"
@@ -192,6 +194,30 @@ fn the_runner_writes_the_table_and_the_curves() {
     assert_eq!(rec["greedy"]["sacrebleu"].as_f64(), Some(number(cells[3])));
     assert_eq!(rec["beam5"]["bleu_lc_13a"].as_f64(), Some(number(cells[6])));
     assert_eq!(rec["slice"], 300);
+    // Beam 5's alpha is the one whose val translation scored best, of the four tried.
+    assert_eq!(rec["beam5"]["alpha"].as_f64(), Some(alpha));
+    let valid: Vec<(f64, f64)> = ["0.5", "0.75", "1", "1.25"]
+        .iter()
+        .map(|a| {
+            let path = out.join(format!(
+                "hyp/transformer.val.beam5-alpha{a}.en.sacrebleu.json"
+            ));
+            let json: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+            let bleu = json["bleu"]["score"]
+                .as_f64()
+                .unwrap_or_else(|| panic!("no BLEU score in {}: {json}", path.display()));
+            (number(a), bleu)
+        })
+        .collect();
+    let best = valid.iter().map(|v| v.1).fold(f64::MIN, f64::max);
+    let first_best = valid.iter().find(|v| v.1 == best).unwrap().0;
+    assert_eq!(
+        rec["beam5"]["valid_sacrebleu"].as_f64(),
+        Some(best),
+        "{valid:?}"
+    );
+    assert_eq!(alpha, first_best, "{valid:?}");
 
     // model.json records the size the table reports.
     let info: serde_json::Value = serde_json::from_str(
