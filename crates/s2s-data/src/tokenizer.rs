@@ -462,8 +462,8 @@ fn reserved_ids(tok: &Tokenizer, specials: Specials) -> Vec<u32> {
 /// the text not extracted. Ids and scores are kept, so text without those names segments as
 /// with `tok`.
 ///
-/// Returns the encoder and the entries it renamed, `(id, name)` sorted by id (none where the
-/// model is kept as it is).
+/// Returns the encoder and the entries it renamed, `(id, name)` sorted by id as `reserved` is
+/// (none where the model is kept as it is).
 fn text_encoder(
     tok: Tokenizer,
     reserved: &[u32],
@@ -537,8 +537,6 @@ fn text_encoder(
     encoder.with_model(ModelWrapper::WordLevel(WordLevel::default()));
     let model: ModelWrapper = serde_json::from_value(json).map_err(|e| cannot(&e))?;
     encoder.with_model(model);
-    let mut entries = entries;
-    entries.sort_unstable();
     Ok((encoder, entries))
 }
 
@@ -605,16 +603,13 @@ impl TextTokenizer {
             what: what.to_owned(),
             message,
         })?;
-        let has_foreign = inner
-            .get_vocab(false)
-            .keys()
-            .any(|t| t.starts_with(FOREIGN_PREFIX));
+        // `get_vocab` builds a map of every entry: one pass answers both questions.
+        let entries = inner.get_vocab(false);
+        let has_foreign = entries.keys().any(|t| t.starts_with(FOREIGN_PREFIX));
+        let signatures = entries.keys().any(|t| crate::signature::is_signature(t));
+        drop(entries);
         let reserved = reserved_ids(&inner, specials);
         let vocab_size = inner.get_vocab_size(true);
-        let signatures = inner
-            .get_vocab(false)
-            .keys()
-            .any(|t| crate::signature::is_signature(t));
         let (encoder, renamed) =
             text_encoder(inner, &reserved).map_err(|message| DataError::Tokenizer {
                 what: what.to_owned(),

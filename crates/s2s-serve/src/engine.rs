@@ -119,6 +119,15 @@ impl Stats {
         metrics.batch(sentences);
     }
 
+    /// Counts `requests` whose clients went away while they were being decoded.
+    fn interrupted(&self, metrics: &Metrics, requests: usize) {
+        self.interrupted
+            .fetch_add(requests as u64, Ordering::Relaxed);
+        for _ in 0..requests {
+            metrics.interrupted();
+        }
+    }
+
     /// Counts a message taken off the queue; whether its client still waits for it.
     fn dequeued(&self, metrics: &Metrics, queued_at: Instant, waiting: &Weak<()>) -> bool {
         self.queued.fetch_sub(1, Ordering::Relaxed);
@@ -461,10 +470,7 @@ fn worker_loop(
         // two of their batches, leave the rotation here and are counted once.
         let before = active.len();
         active.retain(|a| !a.job.abandoned());
-        for _ in active.len()..before {
-            stats.interrupted.fetch_add(1, Ordering::Relaxed);
-            metrics.interrupted();
-        }
+        stats.interrupted(metrics, before - active.len());
         if active.is_empty() {
             continue;
         }
@@ -664,8 +670,7 @@ fn transcribe_upload(
             translator.describe_frames(&job.name, &frames[0], &found[0]),
         ]),
         Err(s2s_infer::InferError::Search(SearchError::Interrupted)) => {
-            stats.interrupted.fetch_add(1, Ordering::Relaxed);
-            metrics.interrupted();
+            stats.interrupted(metrics, 1);
             // Nobody waits for this reply any more (nginx's code for a client gone).
             Err(ApiError::new(499, "the client went away"))
         }
