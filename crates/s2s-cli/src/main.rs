@@ -59,6 +59,8 @@ enum Command {
     Export(cmd::convert::ExportArgs),
     /// Write an int8 copy of a Transformer MODEL_DIR for faster, smaller inference.
     Quantize(cmd::quantize::QuantizeArgs),
+    /// Choose a model's length penalty on the validation split and keep it in its MODEL_DIR.
+    Tune(cmd::tune::TuneArgs),
     /// Get benchmark corpora (`s2s data get multi30k --out DIR [--from DIR]`), verified by sha256.
     Data(cmd::data::DataArgs),
 }
@@ -82,6 +84,7 @@ fn main() {
         Command::Import(args) => cmd::convert::import(args),
         Command::Export(args) => cmd::convert::export(args),
         Command::Quantize(args) => cmd::quantize::run(args),
+        Command::Tune(args) => cmd::tune::run(args),
     };
     if let Err(err) = result {
         eprintln!("error: {err:#}");

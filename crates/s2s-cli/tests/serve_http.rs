@@ -153,6 +153,59 @@ fn endpoints_and_request_log() {
     );
 }
 
+/// A model with a `decoding.toml` serves with its beam and alpha: `/health` names them, a
+/// request that leaves them out gets them (alpha 0: the score is the raw log-probability), and
+/// one that sets them keeps its own.
+#[test]
+fn a_models_decoding_defaults_are_the_servers() {
+    let dir = tempfile::tempdir().unwrap();
+    for entry in std::fs::read_dir(model_dir()).unwrap() {
+        let entry = entry.unwrap();
+        if entry.file_type().unwrap().is_file() {
+            std::fs::copy(entry.path(), dir.path().join(entry.file_name())).unwrap();
+        }
+    }
+    std::fs::write(
+        dir.path().join(s2s_infer::decoding::DECODING),
+        "beam = 3\nalpha = 0.0\n",
+    )
+    .unwrap();
+    let mut cfg = config();
+    cfg.model_dir = dir.path().to_owned();
+    let server = start(cfg);
+    let addr = server.addr();
+    let m = get(addr, "/health").json()["model"].clone();
+    assert_eq!(
+        (m["beam"].as_u64(), m["alpha"].as_f64()),
+        (Some(3), Some(0.0))
+    );
+    let hyps = |req: &Value| {
+        let r = translate(addr, req);
+        assert_eq!(r.status, 200, "{}", r.body);
+        r.json()["translations"][0]["hyps"].clone()
+    };
+    let h = hyps(&json!({"text": "1 2 3 4 5", "nbest": 3}));
+    assert_eq!(
+        h.as_array().unwrap().len(),
+        3,
+        "nbest 3 fits the model's beam of 3"
+    );
+    for hyp in h.as_array().unwrap() {
+        assert_eq!(hyp["score"], hyp["logprob"], "alpha 0: {hyp}");
+    }
+    let h = hyps(&json!({"text": "1 2 3 4 5", "alpha": 1.0}));
+    let (score, logprob) = (
+        h[0]["score"].as_f64().unwrap(),
+        h[0]["logprob"].as_f64().unwrap(),
+    );
+    assert!(
+        score > logprob,
+        "alpha 1 divides by the length: {score} vs {logprob}"
+    );
+    let r = translate(addr, &json!({"text": "1 2", "nbest": 4}));
+    assert_eq!(r.status, 400, "nbest above the model's beam: {}", r.body);
+}
+
 #[test]
 fn bad_requests_get_400() {
     let server = start(config());

@@ -8,6 +8,7 @@
 //!   `--config` resolve into it;
 //! - [`metrics`]: `metrics.jsonl`, one line per validation;
 //! - [`defaults`]: the search defaults, in one place;
+//! - [`decoding`]: a model's own beam and alpha (`decoding.toml`, written by `s2s tune`), over them;
 //! - [`translator`]: text in, hypotheses out (clean, tokenise, search, detokenise, scores and
 //!   attention labelled with tokens);
 //! - [`plot`]: attention heatmaps and training curves as SVG;
@@ -17,6 +18,7 @@
 //! or HTTP: `s2s-train` and `s2s-serve` build on it, never the other way round.
 
 pub mod config;
+pub mod decoding;
 pub mod defaults;
 pub mod metrics;
 pub mod model_dir;
@@ -25,6 +27,7 @@ pub mod quantize;
 pub mod translator;
 
 pub use config::{RunConfig, TrainConfig};
+pub use decoding::Decoding;
 pub use model_dir::{LoadedModel, ModelDirLock};
 pub use s2s_data::Specials;
 pub use s2s_models::decoder::TextSource;

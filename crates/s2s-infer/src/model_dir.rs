@@ -8,6 +8,7 @@
 //! model.safetensors    best weights
 //! model.int8.safetensors  an int8 model's weights (`s2s quantize`), instead of model.safetensors
 //! metrics.jsonl        one line per validation (numbers that are not finite are null)
+//! decoding.toml        optional: the model's default beam and alpha (`s2s tune`; crate::decoding)
 //! model.json           {"arch": ..., "parameters": N}: the model's size, for reports
 //! checkpoint/          last state, enough to resume exactly (s2s-train's)
 //! .lock                held while a process writes the directory (see [`lock`])
@@ -141,12 +142,15 @@ pub struct LoadedModel {
     pub model: Seq2SeqModel,
     pub src_tokenizer: TextTokenizer,
     pub tgt_tokenizer: TextTokenizer,
+    /// `decoding.toml`, or the built-in defaults.
+    pub decoding: crate::Decoding,
     pub device: Device,
 }
 
 /// Loads config, tokenizers and the best weights, checking that they fit together.
 pub fn load(dir: &Path, device: &Device) -> Result<LoadedModel, InferError> {
     let run = read_run_config(dir)?;
+    let decoding = crate::Decoding::read(dir)?;
     let data = s2s_data::read_data_toml(dir).map_err(|e| InferError::Config(e.to_string()))?;
     let (src_tokenizer, tgt_tokenizer) =
         TextTokenizer::pair_from_files(dir.join(SRC_TOKENIZER), dir.join(TGT_TOKENIZER))
@@ -192,6 +196,7 @@ pub fn load(dir: &Path, device: &Device) -> Result<LoadedModel, InferError> {
         model,
         src_tokenizer,
         tgt_tokenizer,
+        decoding,
         device: device.clone(),
     })
 }

@@ -27,9 +27,10 @@ pub struct Quantized {
 }
 
 /// The files of a MODEL_DIR an int8 copy keeps as they are (those present); the training
-/// history stays readable (`s2s plot`).
-const COPIED: [&str; 7] = [
+/// history stays readable (`s2s plot`) and the decoding defaults hold.
+const COPIED: [&str; 8] = [
     CONFIG,
+    crate::decoding::DECODING,
     DATA_TOML,
     SRC_TOKENIZER,
     TGT_TOKENIZER,

@@ -135,9 +135,26 @@ impl Translator {
         self.loaded.tgt_tokenizer.specials()
     }
 
-    /// The search defaults of [`crate::defaults::search`] for this model's vocabulary.
+    /// The search defaults of [`crate::defaults::search`] for this model's vocabulary, with the
+    /// model's own length penalty ([`crate::Decoding`]).
     pub fn search_defaults(&self, strategy: s2s_search::Strategy) -> SearchConfig {
-        crate::defaults::search(strategy, self.specials())
+        SearchConfig {
+            length_penalty: s2s_search::LengthPenalty::Alpha(self.loaded.decoding.alpha),
+            ..crate::defaults::search(strategy, self.specials())
+        }
+    }
+
+    /// Beam search as this model decodes by default: its own beam and alpha
+    /// ([`crate::Decoding`]), everything else [`crate::defaults::search`]'s.
+    pub fn beam_defaults(&self) -> SearchConfig {
+        self.search_defaults(s2s_search::Strategy::Beam {
+            k: self.loaded.decoding.beam,
+        })
+    }
+
+    /// The model's decoding defaults (`decoding.toml`, or the built-in ones).
+    pub fn decoding(&self) -> &crate::Decoding {
+        &self.loaded.decoding
     }
 
     /// The target-language tags the vocabulary has (`>>cmn_Hans<<`: multilingual Marian models).

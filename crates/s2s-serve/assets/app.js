@@ -37,6 +37,9 @@ async function loadInfo() {
       $("beam").max = h.limits.max_beam;
       $("nbest").max = h.limits.max_beam;
     }
+    // The model's own decoding defaults (decoding.toml), as the API applies them.
+    if (Number.isInteger(m.beam)) $("beam").value = Math.min(m.beam, Number($("beam").max));
+    if (typeof m.alpha === "number") $("alpha").value = m.alpha;
   } catch (e) {
     $("model-info").textContent = "Model information unavailable.";
   }

@@ -70,11 +70,16 @@ pub struct TranscribeQuery {
 }
 
 impl TranscribeQuery {
-    /// Checks the options against `limits` and fills in defaults, as for `/v1/translate`;
-    /// returns the upload's name and the search options.
-    pub fn validate(self, limits: &Limits) -> Result<(String, SearchOptions), ApiError> {
+    /// Checks the options against `limits` and fills in the model's `defaults`, as for
+    /// `/v1/translate`; returns the upload's name and the search options.
+    pub fn validate(
+        self,
+        limits: &Limits,
+        defaults: &SearchOptions,
+    ) -> Result<(String, SearchOptions), ApiError> {
         let opts = SearchOptions::checked(
             limits,
+            defaults,
             self.beam,
             self.alpha,
             self.nbest,
@@ -167,16 +172,25 @@ impl PartialEq for SearchOptions {
 impl Eq for SearchOptions {}
 
 impl SearchOptions {
-    /// The options a request asked for, checked against `limits`, with defaults filled in.
+    /// What a request to a model with these decoding defaults gets unless it asks otherwise.
+    pub fn for_model(decoding: &s2s_infer::Decoding) -> SearchOptions {
+        SearchOptions {
+            beam: decoding.beam,
+            alpha: decoding.alpha,
+            ..SearchOptions::default()
+        }
+    }
+
+    /// The options a request asked for, checked against `limits`, with `d`'s filled in.
     fn checked(
         limits: &Limits,
+        d: &SearchOptions,
         beam: Option<usize>,
         alpha: Option<f32>,
         nbest: Option<usize>,
         attention: Option<bool>,
         patience: Option<f32>,
     ) -> Result<SearchOptions, ApiError> {
-        let d = SearchOptions::default();
         // The default beam, narrowed to the server's limit.
         let beam = beam.unwrap_or(d.beam.min(limits.max_beam));
         if beam == 0 || beam > limits.max_beam {
@@ -192,9 +206,10 @@ impl SearchOptions {
             )));
         }
         let alpha = alpha.unwrap_or(d.alpha);
-        if !(alpha.is_finite() && (0.0..=5.0).contains(&alpha)) {
+        if !(alpha.is_finite() && (0.0..=s2s_infer::decoding::MAX_ALPHA).contains(&alpha)) {
             return Err(ApiError::bad_request(format!(
-                "alpha must be between 0 and 5, got {alpha}"
+                "alpha must be between 0 and {}, got {alpha}",
+                s2s_infer::decoding::MAX_ALPHA
             )));
         }
         if let Some(p) = patience
@@ -288,11 +303,17 @@ impl ApiError {
 }
 
 impl TranslateRequest {
-    /// Checks the options against `limits` and fills in defaults; returns the sentences and the
-    /// search options. Token limits are checked later, by the worker that owns the tokenizer.
-    pub fn validate(self, limits: &Limits) -> Result<(Vec<String>, SearchOptions), ApiError> {
+    /// Checks the options against `limits` and fills in the model's `defaults`; returns the
+    /// sentences and the search options. Token limits are checked later, by the worker that
+    /// owns the tokenizer.
+    pub fn validate(
+        self,
+        limits: &Limits,
+        defaults: &SearchOptions,
+    ) -> Result<(Vec<String>, SearchOptions), ApiError> {
         let opts = SearchOptions::checked(
             limits,
+            defaults,
             self.beam,
             self.alpha,
             self.nbest,
@@ -358,7 +379,8 @@ mod tests {
     #[test]
     fn validation() {
         let l = Limits::default();
-        let ok = |s: &str| parse(s).unwrap().validate(&l);
+        let d = SearchOptions::default();
+        let ok = |s: &str| parse(s).unwrap().validate(&l, &d);
         let (texts, o) = ok(r#"{"text":"x"}"#).unwrap();
         assert_eq!(texts, vec!["x"]);
         assert_eq!(o, SearchOptions::default());
@@ -384,10 +406,42 @@ mod tests {
             max_beam: 2,
             ..Limits::default()
         };
-        let (_, o) = parse(r#"{"text":"x"}"#).unwrap().validate(&narrow).unwrap();
+        let (_, o) = parse(r#"{"text":"x"}"#)
+            .unwrap()
+            .validate(&narrow, &d)
+            .unwrap();
         assert_eq!(o.beam, 2, "the default beam is narrowed to --max-beam");
         let many = serde_json::json!({ "text": vec!["x"; 65] }).to_string();
         assert_eq!(ok(&many).unwrap_err().status, 422);
+    }
+
+    #[test]
+    fn a_request_without_beam_or_alpha_gets_the_models_own() {
+        let tuned = SearchOptions::for_model(&s2s_infer::Decoding {
+            beam: 3,
+            alpha: 1.25,
+            tuned: None,
+        });
+        let l = Limits::default();
+        let (_, o) = parse(r#"{"text":"x"}"#)
+            .unwrap()
+            .validate(&l, &tuned)
+            .unwrap();
+        assert_eq!((o.beam, o.alpha, o.nbest), (3, 1.25, 1));
+        let (_, o) = parse(r#"{"text":"x","alpha":0.5,"beam":4}"#)
+            .unwrap()
+            .validate(&l, &tuned)
+            .unwrap();
+        assert_eq!((o.beam, o.alpha), (4, 0.5), "the request wins");
+        let narrow = Limits {
+            max_beam: 2,
+            ..Limits::default()
+        };
+        let (_, o) = parse(r#"{"text":"x"}"#)
+            .unwrap()
+            .validate(&narrow, &tuned)
+            .unwrap();
+        assert_eq!(o.beam, 2, "the model's beam is narrowed to --max-beam");
     }
 
     #[test]
@@ -412,37 +466,46 @@ mod tests {
             axum::extract::Query::<TranscribeQuery>::try_from_uri(&uri).map(|q| q.0)
         };
         let limits = Limits::default();
-        let (name, o) = q("").unwrap().validate(&limits).unwrap();
+        let d = SearchOptions::default();
+        let (name, o) = q("").unwrap().validate(&limits, &d).unwrap();
         assert_eq!(name, "upload.wav");
         assert_eq!(o, SearchOptions::default());
         let (name, o) = q("beam=3&nbest=2&attention=true&name=a.wav")
             .unwrap()
-            .validate(&limits)
+            .validate(&limits, &d)
             .unwrap();
         assert_eq!(
             (name.as_str(), o.beam, o.nbest, o.attention),
             ("a.wav", 3, 2, true)
         );
         assert_eq!(
-            q("beam=0").unwrap().validate(&limits).unwrap_err().status,
-            400
-        );
-        assert_eq!(
-            q("beam=2&nbest=3")
+            q("beam=0")
                 .unwrap()
-                .validate(&limits)
+                .validate(&limits, &d)
                 .unwrap_err()
                 .status,
             400
         );
         assert_eq!(
-            q("alpha=9").unwrap().validate(&limits).unwrap_err().status,
+            q("beam=2&nbest=3")
+                .unwrap()
+                .validate(&limits, &d)
+                .unwrap_err()
+                .status,
+            400
+        );
+        assert_eq!(
+            q("alpha=9")
+                .unwrap()
+                .validate(&limits, &d)
+                .unwrap_err()
+                .status,
             400
         );
         assert_eq!(
             q("name=a%0Ab")
                 .unwrap()
-                .validate(&limits)
+                .validate(&limits, &d)
                 .unwrap_err()
                 .status,
             400

@@ -86,6 +86,20 @@ pub struct ModelInfo {
     /// What the model reads: `text` (`POST /v1/translate`) or `audio` (`POST /v1/transcribe`).
     #[serde(default)]
     pub input: String,
+    /// The beam and alpha a request gets unless it asks otherwise: the model's
+    /// `decoding.toml`, or the built-in defaults.
+    #[serde(default = "default_beam")]
+    pub beam: usize,
+    #[serde(default = "default_alpha")]
+    pub alpha: f32,
+}
+
+fn default_beam() -> usize {
+    s2s_infer::defaults::BEAM
+}
+
+fn default_alpha() -> f32 {
+    s2s_infer::defaults::ALPHA
 }
 
 /// Counters of the worker's work, reported by `GET /health`.
@@ -290,6 +304,8 @@ impl Engine {
                         "text"
                     }
                     .to_owned(),
+                    beam: translator.decoding().beam,
+                    alpha: translator.decoding().alpha,
                 };
                 let _ = ready_tx.send(Ok(info));
                 translator.keep_packed_weights(|| {
@@ -312,6 +328,15 @@ impl Engine {
 
     pub fn info(&self) -> &ModelInfo {
         &self.info
+    }
+
+    /// The search options a request gets for what it leaves out: the model's decoding defaults.
+    pub fn default_options(&self) -> SearchOptions {
+        SearchOptions::for_model(&s2s_infer::Decoding {
+            beam: self.info.beam,
+            alpha: self.info.alpha,
+            tuned: None,
+        })
     }
 
     pub fn stats(&self) -> &Stats {

@@ -376,7 +376,7 @@ async fn translate_inner(s: &AppState, req: Request) -> Result<TranslateResponse
     let req: TranslateRequest = serde_json::from_slice(&body)
         .map_err(|e| ApiError::bad_request(format!("invalid request JSON: {e}")))?;
     let target_lang = req.target_lang.clone();
-    let (texts, opts) = req.validate(&s.limits)?;
+    let (texts, opts) = req.validate(&s.limits, &s.engine.default_options())?;
     let ticket = s.engine.submit(texts, opts, target_lang)?;
     await_reply(s, ticket).await
 }
@@ -468,7 +468,7 @@ async fn transcribe_inner(s: &AppState, req: Request) -> Result<TranslateRespons
         axum::extract::Query::<TranscribeQuery>::try_from_uri(req.uri()).map_err(|e| {
             ApiError::bad_request(format!("invalid query string: {}", e.body_text()))
         })?;
-    let (name, opts) = query.validate(&s.limits)?;
+    let (name, opts) = query.validate(&s.limits, &s.engine.default_options())?;
     let body = read_body(s, req, s.limits.max_audio_bytes, "--max-audio-bytes").await?;
     let ticket = s
         .engine

@@ -13,3 +13,4 @@ pub mod score;
 pub mod serve;
 pub mod train;
 pub mod translate;
+pub mod tune;

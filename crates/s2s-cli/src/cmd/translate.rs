@@ -29,12 +29,13 @@ pub enum PenaltyKind {
 pub struct SearchArgs {
     #[arg(long, value_enum, default_value = "beam")]
     pub search: SearchKind,
-    /// Beam width.
-    #[arg(long, default_value_t = defaults::BEAM)]
-    pub beam: usize,
-    /// Length-normalisation exponent.
-    #[arg(long, default_value_t = defaults::ALPHA)]
-    pub alpha: f32,
+    /// Beam width [default: the model's `decoding.toml`, else 5].
+    #[arg(long)]
+    pub beam: Option<usize>,
+    /// Length-normalisation exponent [default: the model's `decoding.toml` (`s2s tune`), else
+    /// 0.75].
+    #[arg(long)]
+    pub alpha: Option<f32>,
     #[arg(long, value_enum, default_value = "alpha")]
     pub length_penalty: PenaltyKind,
     /// Hypotheses to output per sentence (<= --beam).
@@ -75,11 +76,18 @@ pub struct SearchArgs {
 }
 
 impl SearchArgs {
-    /// The search these options ask for, over a vocabulary with `specials`.
-    pub fn to_config(&self, specials: s2s_data::Specials) -> Result<SearchConfig> {
+    /// The search these options ask for, over a vocabulary with `specials`, with `model`'s
+    /// decoding defaults where they leave beam or alpha open.
+    pub fn to_config(
+        &self,
+        model: &s2s_infer::Decoding,
+        specials: s2s_data::Specials,
+    ) -> Result<SearchConfig> {
+        let beam = self.beam.unwrap_or(model.beam);
+        let alpha = self.alpha.unwrap_or(model.alpha);
         let strategy = match self.search {
             SearchKind::Greedy => Strategy::Greedy,
-            SearchKind::Beam => Strategy::Beam { k: self.beam },
+            SearchKind::Beam => Strategy::Beam { k: beam },
             SearchKind::Exhaustive => Strategy::Exhaustive,
             SearchKind::Ctc => Strategy::Ctc,
             SearchKind::Sample => Strategy::Sample {
@@ -89,18 +97,17 @@ impl SearchArgs {
                 seed: self.seed,
             },
         };
-        if self.search == SearchKind::Beam && self.nbest > self.beam {
+        if self.search == SearchKind::Beam && self.nbest > beam {
             bail!(
-                "--nbest {} is larger than --beam {}: ask for at most as many hypotheses as the beam keeps",
+                "--nbest {} is larger than --beam {beam}: ask for at most as many hypotheses as the beam keeps",
                 self.nbest,
-                self.beam
             );
         }
         Ok(SearchConfig {
             nbest: self.nbest,
             length_penalty: match self.length_penalty {
-                PenaltyKind::Alpha => LengthPenalty::Alpha(self.alpha),
-                PenaltyKind::Gnmt => LengthPenalty::Gnmt(self.alpha),
+                PenaltyKind::Alpha => LengthPenalty::Alpha(alpha),
+                PenaltyKind::Gnmt => LengthPenalty::Gnmt(alpha),
                 PenaltyKind::None => LengthPenalty::None,
             },
             min_len: self.min_len,
@@ -150,7 +157,9 @@ pub struct TranslateArgs {
 pub fn run(args: TranslateArgs) -> Result<()> {
     let device = s2s_models::backend::parse_device(&args.device).map_err(anyhow::Error::msg)?;
     let translator = Translator::load(&args.model, &device)?;
-    let mut cfg = args.search.to_config(translator.specials())?;
+    let mut cfg = args
+        .search
+        .to_config(translator.decoding(), translator.specials())?;
     cfg.return_attention = args.attention_plot.is_some();
     let (bytes, name) = match &args.input {
         Some(p) => (

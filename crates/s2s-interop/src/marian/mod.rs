@@ -401,14 +401,16 @@ pub fn export(model_dir: &Path, out: &Path, force: bool) -> Result<Exported> {
     for (k, val) in extra.as_object().expect("object") {
         config[k] = val.clone();
     }
+    // The model's own decoding defaults (`s2s tune`), which transformers' generate() then uses.
+    let decoding = s2s_infer::Decoding::read(model_dir)?;
     let generation = serde_json::json!({
         "bad_words_ids": [[pad]],
         "decoder_start_token_id": pad,
         "eos_token_id": eos,
         "forced_eos_token_id": eos,
         "pad_token_id": pad,
-        "num_beams": s2s_infer::defaults::BEAM,
-        "length_penalty": s2s_infer::defaults::ALPHA,
+        "num_beams": decoding.beam,
+        "length_penalty": decoding.alpha,
         "max_length": 512,
     });
     let data = s2s_data::read_data_toml(model_dir).ok();

@@ -1,0 +1,93 @@
+//! `s2s tune`: choose a model's length penalty on the validation split and keep it in its
+//! MODEL_DIR (`decoding.toml`), where `translate`, `serve` and `quickstart` find it. The work is
+//! in `s2s_infer::decoding`.
+
+use anyhow::{Context, Result, bail};
+use s2s_data::Task;
+use s2s_infer::{Translator, decoding};
+use std::path::PathBuf;
+
+/// Choose the length-penalty exponent alpha (score = logprob / L^alpha) of beam search on the
+/// validation split and write it into MODEL_DIR's decoding.toml, with the score of every alpha
+/// tried: from then on `s2s translate`, `s2s serve` and their requests use it unless told
+/// otherwise. Scores are sacreBLEU with the tokenisation the model was validated with
+/// (`bleu_tokenize` in its config.toml); the highest wins, the first of equals.
+#[derive(clap::Args)]
+pub struct TuneArgs {
+    /// MODEL_DIR to tune (its decoding.toml is written; nothing else changes).
+    #[arg(long)]
+    pub model: PathBuf,
+    /// DATA_DIR whose validation split to decode (the one the model was trained on).
+    #[arg(long)]
+    pub data: PathBuf,
+    /// Comma-separated exponents to try.
+    #[arg(long, value_delimiter = ',', default_values_t = decoding::ALPHAS)]
+    pub alphas: Vec<f32>,
+    /// Beam width to tune for and keep [default: the model's decoding.toml, else 5].
+    #[arg(long)]
+    pub beam: Option<usize>,
+    /// Decode at most the first N validation pairs (0 = all).
+    #[arg(long, default_value_t = 0)]
+    pub max_sentences: usize,
+    /// Sentences decoded together.
+    #[arg(long, default_value_t = s2s_infer::defaults::BATCH_SIZE)]
+    pub batch_size: usize,
+    #[arg(long, default_value = "cpu")]
+    pub device: String,
+}
+
+pub fn run(args: TuneArgs) -> Result<()> {
+    let device = s2s_models::backend::parse_device(&args.device).map_err(anyhow::Error::msg)?;
+    let translator = Translator::load(&args.model, &device)?;
+    let run = &translator.loaded().run;
+    let task = run.task.unwrap_or_default();
+    if !matches!(task, Task::Translation | Task::Generation) {
+        bail!(
+            "{} is a {task:?} model: s2s tune chooses the length penalty of text generation by BLEU (translation and generation models); score other models with s2s eval",
+            args.model.display()
+        );
+    }
+    let tokenize: s2s_eval::Tokenize = run
+        .train
+        .bleu_tokenize
+        .parse()
+        .map_err(|e| anyhow::anyhow!("{}: bleu_tokenize: {e}", args.model.display()))?;
+    let bleu = s2s_eval::BleuConfig::with_tokenize(tokenize);
+    let data = s2s_data::load_data_dir(&args.data)?;
+    let valid = data.valid.as_ref().with_context(|| {
+        format!(
+            "{} has no validation split: prepare it with --valid-src/--valid-tgt",
+            args.data.display()
+        )
+    })?;
+    let n = match args.max_sentences {
+        0 => valid.src.len(),
+        n => n.min(valid.src.len()),
+    };
+    let beam = args.beam.unwrap_or(translator.decoding().beam);
+    eprintln!(
+        "tuning alpha for beam {beam} on {n} validation pairs of {} ({})",
+        args.data.display(),
+        bleu.signature(1)
+    );
+    let tuned = decoding::tune_alpha(
+        &translator,
+        &valid.src[..n],
+        &valid.tgt[..n],
+        "valid",
+        &translator.search_defaults(s2s_search::Strategy::Beam { k: beam }),
+        &args.alphas,
+        &bleu,
+        args.batch_size,
+        |alpha, score| eprintln!("  alpha {alpha}: BLEU {score:.2}"),
+    )?;
+    // The directory may be in use by a trainer, which rewrites its files.
+    let _lock = s2s_infer::model_dir::lock(&args.model)?;
+    tuned.write(&args.model)?;
+    println!(
+        "alpha {} (beam {beam}) written to {}",
+        tuned.alpha,
+        args.model.join(decoding::DECODING).display()
+    );
+    Ok(())
+}

@@ -1,0 +1,129 @@
+//! `s2s tune` chooses alpha on the validation split, keeps it in the MODEL_DIR's
+//! `decoding.toml`, and `s2s translate` decodes with it unless told otherwise; a broken file or
+//! a data directory without a validation split is refused with the file named.
+
+mod common;
+
+use common::{run, s2s, stderr};
+use std::path::Path;
+
+/// `s2s CMD --model MODEL FLAG PATH extra..`, run to its end.
+fn s2s_on(
+    cmd: &str,
+    model: &Path,
+    flag: &str,
+    path: &Path,
+    extra: &[&str],
+) -> std::process::Output {
+    run({
+        let mut c = s2s();
+        c.arg(cmd)
+            .arg("--model")
+            .arg(model)
+            .arg(flag)
+            .arg(path)
+            .args(extra);
+        c
+    })
+}
+
+fn translate_json(model: &Path, input: &Path, extra: &[&str]) -> Vec<serde_json::Value> {
+    let mut json = vec!["--json"];
+    json.extend_from_slice(extra);
+    let o = s2s_on("translate", model, "--input", input, &json);
+    assert!(o.status.success(), "{}", stderr(&o));
+    String::from_utf8(o.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn tune_writes_the_best_alpha_and_translate_uses_it() {
+    let root = tempfile::tempdir().unwrap();
+    let (data, _, model) = common::trained(root.path(), &["--max-steps", "30"]);
+    let o = s2s_on(
+        "tune",
+        &model,
+        "--data",
+        &data,
+        &["--alphas", "0,2.5", "--beam", "3"],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let file = model.join("decoding.toml");
+    let written: toml::Value = toml::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert_eq!(written["beam"].as_integer(), Some(3));
+    let alpha = written["alpha"].as_float().unwrap();
+    let tuned = &written["tuned"];
+    assert_eq!(tuned["split"].as_str(), Some("valid"));
+    assert_eq!(tuned["sentences"].as_integer(), Some(20));
+    assert!(tuned["metric"].as_str().unwrap().starts_with("sacreBLEU"));
+    let tried: Vec<(f64, f64)> = tuned["tried"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p[0].as_float().unwrap(), p[1].as_float().unwrap()))
+        .collect();
+    assert_eq!(tried.iter().map(|t| t.0).collect::<Vec<_>>(), [0.0, 2.5]);
+    let best = tried
+        .iter()
+        .fold(tried[0], |b, &t| if t.1 > b.1 { t } else { b });
+    assert_eq!(
+        alpha, best.0,
+        "the highest score wins, the first of equals: {tried:?}"
+    );
+
+    // Without --alpha, translate ranks by the tuned exponent: score = logprob / L^alpha.
+    let input = root.path().join("raw/valid.src");
+    let lines = translate_json(&model, &input, &["--nbest", "3"]);
+    assert_eq!(lines.len(), 20);
+    for line in &lines {
+        for h in line["hyps"].as_array().unwrap() {
+            let len = h["tokens"].as_array().unwrap().len() + 1;
+            let (score, logprob) = (h["score"].as_f64().unwrap(), h["logprob"].as_f64().unwrap());
+            let want = logprob / (len as f64).powf(alpha);
+            assert!(
+                (score - want).abs() < 1e-4,
+                "{h}: score {score}, want {want}"
+            );
+        }
+        assert_eq!(line["hyps"].as_array().unwrap().len(), 3);
+    }
+    // --alpha still wins over the file.
+    let other = if alpha == 0.0 { 2.5 } else { 0.0 };
+    let lines = translate_json(&model, &input, &["--alpha", &other.to_string()]);
+    let h = &lines[0]["hyps"][0];
+    let len = h["tokens"].as_array().unwrap().len() + 1;
+    let want = h["logprob"].as_f64().unwrap() / (len as f64).powf(other);
+    assert!((h["score"].as_f64().unwrap() - want).abs() < 1e-4, "{h}");
+
+    // A hand-broken file stops translate with the file named and the fix.
+    std::fs::write(&file, "alpha = 7.0\n").unwrap();
+    let o = s2s_on("translate", &model, "--input", &input, &[]);
+    assert!(!o.status.success());
+    let err = stderr(&o);
+    assert!(
+        err.contains("decoding.toml") && err.contains("alpha must be between 0 and 5"),
+        "{err}"
+    );
+    assert!(err.contains("delete it"), "{err}");
+
+    // A data directory without a validation split is refused, and the file is left alone.
+    let bare = root.path().join("bare");
+    std::fs::create_dir_all(&bare).unwrap();
+    let (bare_data, _) = common::setup_with(&bare, false);
+    let o = s2s_on("tune", &model, "--data", &bare_data, &[]);
+    assert!(!o.status.success());
+    let err = stderr(&o);
+    assert!(
+        err.contains("decoding.toml"),
+        "the broken file is reported first: {err}"
+    );
+    std::fs::remove_file(&file).unwrap();
+    let o = s2s_on("tune", &model, "--data", &bare_data, &[]);
+    assert!(!o.status.success());
+    let err = stderr(&o);
+    assert!(err.contains("no validation split"), "{err}");
+    assert!(!file.exists(), "a failed tune writes nothing");
+}
