@@ -46,7 +46,8 @@ pub const EXAMPLES: [&str; 6] = [
 /// Train the default English->Chinese model on the embedded corpus and show what it does.
 #[derive(clap::Args)]
 pub struct QuickstartArgs {
-    /// Total time budget in minutes (training gets most of it; test decoding the rest).
+    /// Total time budget in minutes (training gets most of it; choosing alpha and test decoding
+    /// the rest).
     #[arg(long, default_value_t = 10.0)]
     pub minutes: f64,
     /// Where to write the corpus, data directory and model.
@@ -105,17 +106,18 @@ pub fn run(args: QuickstartArgs) -> Result<()> {
     // Tatoeba mixes Traditional and Simplified Chinese (about 8k lines each); a model trained on
     // both mixes them within one sentence. One script gives cleaner output.
     prep.clean.zh_script = Some(s2s_data::ZhScript::Simplified);
-    eprintln!("[1/3] preparing the corpus in {}", data_dir.display());
+    eprintln!("[1/4] preparing the corpus in {}", data_dir.display());
     s2s_data::prepare(&prep, &|msg: &str| eprintln!("      {msg}"))?;
 
     let config_path = out.join("quickstart.toml");
     s2s_data::atomic_write(&config_path, CONFIG.as_bytes())?;
     let model_dir = out.clone();
     let spent = started.elapsed().as_secs_f64() / 60.0;
-    // Leave about a tenth of the budget (at least a minute) for decoding the test set.
+    // Leave about a tenth of the budget (at least a minute) for choosing alpha on the validation
+    // set and decoding the test set.
     let train_minutes = (args.minutes - spent - (args.minutes * 0.1).max(1.0)).max(0.5);
     eprintln!(
-        "[2/3] training for {train_minutes:.1} minutes into {}",
+        "[2/4] training for {train_minutes:.1} minutes into {}",
         model_dir.display()
     );
     super::train::run_holding(
@@ -140,28 +142,50 @@ pub fn run(args: QuickstartArgs) -> Result<()> {
         Some(lock),
     )?;
 
-    eprintln!("[3/3] translating the test set");
     let device = s2s_models::backend::parse_device(&args.device).map_err(anyhow::Error::msg)?;
     let translator = s2s_infer::Translator::load(&model_dir, &device)?;
     let data = s2s_data::load_data_dir(&data_dir)?;
-    let test = data
-        .test
-        .as_ref()
-        .context("the prepared corpus has no test split")?;
-    let search = s2s_search::SearchConfig {
+    let (valid, test) = match (&data.valid, &data.test) {
+        (Some(v), Some(t)) => (v, t),
+        _ => anyhow::bail!("the prepared corpus lacks its validation or test split"),
+    };
+    let bleu_zh = s2s_eval::BleuConfig::with_tokenize(s2s_eval::Tokenize::Zh);
+    eprintln!("[3/4] choosing beam search's length penalty on the validation set");
+    let base = s2s_search::SearchConfig {
         ban_unk: true,
-        ..s2s_infer::defaults::beam(translator.specials())
+        ..translator.beam_defaults()
+    };
+    let tuned = s2s_infer::decoding::tune_alpha(
+        &translator,
+        &valid.src,
+        &valid.tgt,
+        "valid",
+        &base,
+        &s2s_infer::decoding::ALPHAS,
+        &bleu_zh,
+        s2s_infer::defaults::BATCH_SIZE,
+        |alpha, score| eprintln!("      alpha {alpha}: valid BLEU {score:.2}"),
+    )?;
+    {
+        let _lock = s2s_infer::model_dir::lock(&model_dir)?;
+        tuned.write(&model_dir)?;
+    }
+    eprintln!(
+        "      alpha {} kept in {}",
+        tuned.alpha,
+        model_dir.join(s2s_infer::decoding::DECODING).display()
+    );
+    eprintln!("[4/4] translating the test set");
+    let search = s2s_search::SearchConfig {
+        length_penalty: s2s_search::LengthPenalty::Alpha(tuned.alpha),
+        ..base
     };
     let translate = |lines: &[String]| -> Result<Vec<String>> {
         Ok(translator.translate_best(lines, &search, s2s_infer::defaults::BATCH_SIZE)?)
     };
     let hyps = translate(&test.src)?;
     let refs = [&test.tgt];
-    let bleu = s2s_eval::corpus_bleu(
-        &hyps,
-        &refs,
-        &s2s_eval::BleuConfig::with_tokenize(s2s_eval::Tokenize::Zh),
-    )?;
+    let bleu = s2s_eval::corpus_bleu(&hyps, &refs, &bleu_zh)?;
     let chrf = s2s_eval::corpus_chrf(&hyps, &refs, &s2s_eval::ChrfConfig::default())?;
     // The same output against the references as shipped (mixed scripts), for comparison with
     // systems that did not convert.
@@ -188,7 +212,8 @@ pub fn run(args: QuickstartArgs) -> Result<()> {
     }
     println!();
     println!(
-        "test BLEU (beam 5, tok:zh) = {:.2}   chrF = {:.2}   ({} sentences)",
+        "test BLEU (beam 5, alpha {}, tok:zh) = {:.2}   chrF = {:.2}   ({} sentences)",
+        tuned.alpha,
         bleu.score,
         chrf.score,
         hyps.len()
