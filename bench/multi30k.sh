@@ -136,22 +136,22 @@ today="$(date -u +%Y-%m-%d)"
 threads="${RAYON_NUM_THREADS:-all}"
 
 # The length-penalty exponent of --alphas whose beam-5 translation of val has the highest
-# sacreBLEU (the first of equals), for MODEL_DIR; sets best_alpha and best_valid.
+# sacreBLEU (the first of equals), chosen by `s2s tune`, which keeps it and every score in
+# MODEL_DIR/decoding.toml; sets best_alpha and best_valid.
 choose_alpha() {
-    local name="$1" dir="$2" a hyp bleu
+    local name="$1" dir="$2" tuned
     set -- $alphas
     best_alpha="$1" best_valid=null
     [[ $# -gt 1 ]] || return 0
-    for a in "$@"; do
-        hyp="$out/hyp/$name.val.beam5-alpha$a.en"
-        "$s2s" translate --model "$dir" --input "$corpus/val.de" --output "$hyp" --search beam --beam 5 --alpha "$a"
-        "$s2s" eval --hyp "$hyp" --ref "$corpus/val.en" --metrics bleu --json >"$hyp.sacrebleu.json"
-        bleu=$(bleu_of "$hyp.sacrebleu.json")
-        echo "$name: val beam 5, alpha $a: sacreBLEU $bleu" >&2
-        if [[ "$best_valid" == null ]] || awk -v b="$bleu" -v c="$best_valid" 'BEGIN { exit !(b > c) }'; then
-            best_alpha="$a" best_valid="$bleu"
-        fi
-    done
+    "$s2s" tune --model "$dir" --data "$prepared" --beam 5 --alphas "$(echo $alphas | tr ' ' ,)" \
+        2>"$out/logs/$name.tune.log" >/dev/null || die "s2s tune failed: see $out/logs/$name.tune.log"
+    tuned="$dir/decoding.toml"
+    best_alpha=$(sed -n 's/^alpha = //p' "$tuned")
+    # tried = [[0.5, 38.1], [0.75, 39.2], ...]: the score paired with the chosen alpha.
+    best_valid=$(sed -n 's/^tried = //p' "$tuned" | grep -o '\[[0-9.eE+-]*, [0-9.eE+-]*\]' | tr -d '[]' |
+        awk -F', ' -v a="$best_alpha" '$1 + 0 == a + 0 { print $2; exit }')
+    [[ -n "$best_alpha" && -n "$best_valid" ]] || die "no alpha and score in $tuned"
+    echo "$name: alpha $best_alpha chosen on val (sacreBLEU $best_valid; $out/logs/$name.tune.log)" >&2
 }
 
 # Translates test2016 with MODEL_DIR (greedy, then beam 5 with the alpha chosen on val), scores
@@ -239,7 +239,8 @@ done
     echo "Produced by \`$runner_cmd\`. BLEU: sacreBLEU (cased, 13a) and tokenised lower-cased"
     echo "BLEU (13a, --lowercase), computed by \`s2s eval\`. Training minutes are wall-clock,"
     echo "including validations. Beam 5 decodes test with the length-penalty exponent alpha"
-    echo "(score = logprob / L^alpha) whose val translation had the highest sacreBLEU."
+    echo "(score = logprob / L^alpha) whose val translation had the highest sacreBLEU (\`s2s tune\`,"
+    echo "which keeps it in the model's decoding.toml)."
     if [[ -n "$slice" ]]; then
         echo
         echo "**Smoke run on a slice of $slice training sentences: the numbers mean nothing.**"

@@ -194,28 +194,33 @@ fn the_runner_writes_the_table_and_the_curves() {
     assert_eq!(rec["greedy"]["sacrebleu"].as_f64(), Some(number(cells[3])));
     assert_eq!(rec["beam5"]["bleu_lc_13a"].as_f64(), Some(number(cells[6])));
     assert_eq!(rec["slice"], 300);
-    // Beam 5's alpha is the one whose val translation scored best, of the four tried.
+    // Beam 5's alpha is the one whose val translation scored best, of the four tried, as
+    // `s2s tune` recorded them in the model's decoding.toml.
     assert_eq!(rec["beam5"]["alpha"].as_f64(), Some(alpha));
-    let valid: Vec<(f64, f64)> = ["0.5", "0.75", "1", "1.25"]
+    let tuned: toml::Value = toml::from_str(
+        &std::fs::read_to_string(out.join("models/transformer/decoding.toml")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(tuned["alpha"].as_float(), Some(alpha));
+    assert_eq!(tuned["beam"].as_integer(), Some(5));
+    let valid: Vec<(f64, f64)> = tuned["tuned"]["tried"]
+        .as_array()
+        .unwrap()
         .iter()
-        .map(|a| {
-            let path = out.join(format!(
-                "hyp/transformer.val.beam5-alpha{a}.en.sacrebleu.json"
-            ));
-            let json: serde_json::Value =
-                serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-            let bleu = json["bleu"]["score"]
-                .as_f64()
-                .unwrap_or_else(|| panic!("no BLEU score in {}: {json}", path.display()));
-            (number(a), bleu)
-        })
+        .map(|p| (p[0].as_float().unwrap(), p[1].as_float().unwrap()))
         .collect();
+    assert_eq!(
+        valid.iter().map(|v| v.0).collect::<Vec<_>>(),
+        [0.5, 0.75, 1.0, 1.25]
+    );
     let best = valid.iter().map(|v| v.1).fold(f64::MIN, f64::max);
     let first_best = valid.iter().find(|v| v.1 == best).unwrap().0;
-    assert_eq!(
-        rec["beam5"]["valid_sacrebleu"].as_f64(),
-        Some(best),
-        "{valid:?}"
+    // The runner copies the score's text; serde_json's default float parsing may land one ulp
+    // away from toml's.
+    let recorded = rec["beam5"]["valid_sacrebleu"].as_f64().unwrap();
+    assert!(
+        (recorded - best).abs() <= 1e-12 * best.abs(),
+        "{recorded} vs {valid:?}"
     );
     assert_eq!(alpha, first_best, "{valid:?}");
 
