@@ -109,7 +109,8 @@ fn tune_writes_the_best_alpha_and_translate_uses_it() {
     );
     assert!(err.contains("delete it"), "{err}");
 
-    // A data directory without a validation split is refused, and the file is left alone.
+    // The broken file is reported before the data; without it, a data directory lacking a
+    // validation split is refused and nothing is written.
     let bare = root.path().join("bare");
     std::fs::create_dir_all(&bare).unwrap();
     let (bare_data, _) = common::setup_with(&bare, false);

@@ -51,11 +51,13 @@ pub struct Tuning {
     pub tried: Vec<(f32, f64)>,
 }
 
-fn default_beam() -> usize {
+/// `beam` when a file leaves it out (serde's default, also for `/health`'s record of it).
+pub fn default_beam() -> usize {
     defaults::BEAM
 }
 
-fn default_alpha() -> f32 {
+/// `alpha` when a file leaves it out.
+pub fn default_alpha() -> f32 {
     defaults::ALPHA
 }
 

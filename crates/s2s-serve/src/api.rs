@@ -172,11 +172,12 @@ impl PartialEq for SearchOptions {
 impl Eq for SearchOptions {}
 
 impl SearchOptions {
-    /// What a request to a model with these decoding defaults gets unless it asks otherwise.
-    pub fn for_model(decoding: &s2s_infer::Decoding) -> SearchOptions {
+    /// What a request to a model whose decoding defaults (`decoding.toml`) are `beam` and
+    /// `alpha` gets unless it asks otherwise.
+    pub fn model_defaults(beam: usize, alpha: f32) -> SearchOptions {
         SearchOptions {
-            beam: decoding.beam,
-            alpha: decoding.alpha,
+            beam,
+            alpha,
             ..SearchOptions::default()
         }
     }
@@ -417,11 +418,7 @@ mod tests {
 
     #[test]
     fn a_request_without_beam_or_alpha_gets_the_models_own() {
-        let tuned = SearchOptions::for_model(&s2s_infer::Decoding {
-            beam: 3,
-            alpha: 1.25,
-            tuned: None,
-        });
+        let tuned = SearchOptions::model_defaults(3, 1.25);
         let l = Limits::default();
         let (_, o) = parse(r#"{"text":"x"}"#)
             .unwrap()

@@ -88,18 +88,10 @@ pub struct ModelInfo {
     pub input: String,
     /// The beam and alpha a request gets unless it asks otherwise: the model's
     /// `decoding.toml`, or the built-in defaults.
-    #[serde(default = "default_beam")]
+    #[serde(default = "s2s_infer::decoding::default_beam")]
     pub beam: usize,
-    #[serde(default = "default_alpha")]
+    #[serde(default = "s2s_infer::decoding::default_alpha")]
     pub alpha: f32,
-}
-
-fn default_beam() -> usize {
-    s2s_infer::defaults::BEAM
-}
-
-fn default_alpha() -> f32 {
-    s2s_infer::defaults::ALPHA
 }
 
 /// Counters of the worker's work, reported by `GET /health`.
@@ -332,11 +324,7 @@ impl Engine {
 
     /// The search options a request gets for what it leaves out: the model's decoding defaults.
     pub fn default_options(&self) -> SearchOptions {
-        SearchOptions::for_model(&s2s_infer::Decoding {
-            beam: self.info.beam,
-            alpha: self.info.alpha,
-            tuned: None,
-        })
+        SearchOptions::model_defaults(self.info.beam, self.info.alpha)
     }
 
     pub fn stats(&self) -> &Stats {
