@@ -79,6 +79,20 @@ fn import_translate_fine_tune_and_export() {
     ok(&out);
     let said = String::from_utf8_lossy(&out.stderr);
     assert!(said.contains(">>cmn_Hans<<"), "{said}");
+    // generate()'s defaults come along: the fixture's num_beams 4, and transformers' length
+    // penalty 1.0, which it leaves out.
+    let decoding: toml::Value =
+        toml::from_str(&std::fs::read_to_string(model.join("decoding.toml")).unwrap()).unwrap();
+    assert_eq!(decoding["beam"].as_integer(), Some(4));
+    assert_eq!(decoding["alpha"].as_float(), Some(1.0));
+    assert!(
+        decoding["from"]
+            .as_str()
+            .unwrap()
+            .contains("generation_config.json"),
+        "{decoding}"
+    );
+    assert!(said.contains("beam 4, alpha 1"), "{said}");
 
     // Translate with and without a target language; an unknown one is refused by name.
     let input = "I am Japanese.\nI want to cry.\n";

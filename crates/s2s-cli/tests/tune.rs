@@ -39,6 +39,16 @@ fn translate_json(model: &Path, input: &Path, extra: &[&str]) -> Vec<serde_json:
         .collect()
 }
 
+/// The `[alpha, score]` pairs of a `[tuned]` table.
+fn tried_pairs(tuned: &toml::Value) -> Vec<(f64, f64)> {
+    tuned["tried"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p[0].as_float().unwrap(), p[1].as_float().unwrap()))
+        .collect()
+}
+
 #[test]
 fn tune_writes_the_best_alpha_and_translate_uses_it() {
     let root = tempfile::tempdir().unwrap();
@@ -59,12 +69,7 @@ fn tune_writes_the_best_alpha_and_translate_uses_it() {
     assert_eq!(tuned["split"].as_str(), Some("valid"));
     assert_eq!(tuned["sentences"].as_integer(), Some(20));
     assert!(tuned["metric"].as_str().unwrap().starts_with("sacreBLEU"));
-    let tried: Vec<(f64, f64)> = tuned["tried"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| (p[0].as_float().unwrap(), p[1].as_float().unwrap()))
-        .collect();
+    let tried = tried_pairs(tuned);
     assert_eq!(tried.iter().map(|t| t.0).collect::<Vec<_>>(), [0.0, 2.5]);
     let best = tried
         .iter()
@@ -97,6 +102,51 @@ fn tune_writes_the_best_alpha_and_translate_uses_it() {
     let len = h["tokens"].as_array().unwrap().len() + 1;
     let want = h["logprob"].as_f64().unwrap() / (len as f64).powf(other);
     assert!((h["score"].as_f64().unwrap() - want).abs() < 1e-4, "{h}");
+
+    // An error rate is ranked lowest first: SER, the share of outputs equal to none of their
+    // references, recomputed here from translate's own outputs at the alpha kept.
+    let o = s2s_on(
+        "tune",
+        &model,
+        "--data",
+        &data,
+        &["--alphas", "2.5,0", "--beam", "3", "--metric", "ser"],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let written: toml::Value = toml::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let tuned = &written["tuned"];
+    assert_eq!(tuned["metric"].as_str(), Some("SER"));
+    let tried = tried_pairs(tuned);
+    let best = tried
+        .iter()
+        .fold(tried[0], |b, &t| if t.1 < b.1 { t } else { b });
+    let kept = written["alpha"].as_float().unwrap();
+    assert_eq!(kept, best.0, "the lowest error wins: {tried:?}");
+    let o = s2s_on(
+        "translate",
+        &model,
+        "--input",
+        &input,
+        &["--beam", "3", "--alpha", &kept.to_string()],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let refs = std::fs::read_to_string(root.path().join("raw/valid.tgt")).unwrap();
+    let hyps = String::from_utf8(o.stdout).unwrap();
+    let wrong = hyps
+        .lines()
+        .zip(refs.lines())
+        .filter(|(h, r)| !h.split_whitespace().eq(r.split_whitespace()))
+        .count();
+    assert_eq!(hyps.lines().count(), 20);
+    assert!(
+        (best.1 - 100.0 * wrong as f64 / 20.0).abs() < 1e-9,
+        "SER {} recorded, {wrong} of 20 wrong",
+        best.1
+    );
+    // Label metrics rank no generated text.
+    let o = s2s_on("tune", &model, "--data", &data, &["--metric", "accuracy"]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("scores labels"), "{}", stderr(&o));
 
     // A hand-broken file stops translate with the file named and the fix.
     std::fs::write(&file, "alpha = 7.0\n").unwrap();

@@ -43,7 +43,7 @@ pub use error_rate::{ErrorCounts, Units, corpus_error_counts};
 pub use files::{EvalInputs, load_inputs, read_lines};
 pub use labels::{LabelScores, LabelStat, label_scores};
 pub use porter::stem as porter_stem;
-pub use report::{EvalOptions, EvalReport, Metric, evaluate};
+pub use report::{EvalOptions, EvalReport, Metric, evaluate, ranking_rouge, ranking_score};
 pub use rouge::{
     CorpusRouge, RougeConfig, RougeScore, RougeType, corpus_rouge, rouge_tokenize, sentence_rouge,
 };

@@ -8,8 +8,8 @@ use serde_json::{Map, Value, json};
 
 use crate::{
     BleuConfig, BleuScore, ChrfConfig, ChrfScore, CorpusRouge, ErrorCounts, EvalError, EvalInputs,
-    LabelScores, RougeConfig, Tokenize, Units, corpus_bleu, corpus_chrf, corpus_error_counts,
-    corpus_rouge, label_scores,
+    LabelScores, RougeConfig, RougeType, Tokenize, Units, corpus_bleu, corpus_chrf,
+    corpus_error_counts, corpus_rouge, label_scores,
 };
 
 /// A corpus-level metric.
@@ -83,6 +83,79 @@ impl Metric {
             Metric::Rouge => "ROUGE",
         }
     }
+}
+
+impl Metric {
+    /// Whether a higher score is better: false for the error rates.
+    pub fn higher_is_better(self) -> bool {
+        self.error_units().is_none()
+    }
+
+    /// The units an error rate counts; `None` for the metrics that are not error rates.
+    fn error_units(self) -> Option<Units> {
+        match self {
+            Metric::Wer | Metric::Per | Metric::Ser => Some(Units::Tokens),
+            Metric::Cer => Some(Units::Chars),
+            _ => None,
+        }
+    }
+}
+
+/// The ROUGE by which summaries are ranked (`best_by = "rouge"`, `s2s tune --metric rouge`):
+/// ROUGE-1, -2 and -L with the stemmer, whose F-measures [`CorpusRouge::mean_fmeasure`] averages.
+pub fn ranking_rouge() -> RougeConfig {
+    RougeConfig {
+        types: vec![RougeType::N(1), RougeType::N(2), RougeType::L],
+        ..RougeConfig::default()
+    }
+}
+
+/// The one number by which `metric` ranks systems on `hyps` against `refs` (one stream per
+/// reference), with sacreBLEU's defaults: BLEU with `tokenize`; chrF2 or chrF2++; an error rate
+/// in percent (`ser`: the share of outputs equal to none of their references); accuracy or
+/// macro-F1; or the mean ROUGE F of [`ranking_rouge`]. [`Metric::higher_is_better`]
+/// says which way is better.
+pub fn ranking_score<H: AsRef<str>, R: AsRef<str>, S: AsRef<[R]>>(
+    hyps: &[H],
+    refs: &[S],
+    metric: Metric,
+    tokenize: Tokenize,
+) -> Result<f64, EvalError> {
+    if let Some(units) = metric.error_units() {
+        let counts = corpus_error_counts(hyps, refs, units, false)?;
+        return Ok(if metric == Metric::Ser {
+            counts.sequence_rate()
+        } else {
+            counts.rate()
+        });
+    }
+    Ok(match metric {
+        Metric::Bleu => corpus_bleu(hyps, refs, &BleuConfig::with_tokenize(tokenize))?.score,
+        Metric::Chrf => corpus_chrf(hyps, refs, &ChrfConfig::default())?.score,
+        Metric::ChrfPlusPlus => corpus_chrf(hyps, refs, &ChrfConfig::chrf_plus_plus())?.score,
+        Metric::Rouge => corpus_rouge(hyps, refs, &ranking_rouge())?.mean_fmeasure(),
+        Metric::Accuracy | Metric::F1 => {
+            let [first] = refs else {
+                return Err(EvalError::InvalidConfig(format!(
+                    "{metric} scores against one reference stream, not {}",
+                    refs.len()
+                )));
+            };
+            let h: Vec<String> = hyps.iter().map(|s| s.as_ref().to_owned()).collect();
+            let r: Vec<String> = first
+                .as_ref()
+                .iter()
+                .map(|s| s.as_ref().to_owned())
+                .collect();
+            let labels = label_scores(&h, &r)?;
+            if metric == Metric::Accuracy {
+                labels.accuracy
+            } else {
+                labels.macro_f1
+            }
+        }
+        Metric::Wer | Metric::Cer | Metric::Per | Metric::Ser => unreachable!("error rates above"),
+    })
 }
 
 impl fmt::Display for Metric {
@@ -189,11 +262,7 @@ pub fn evaluate(inputs: &EvalInputs, opts: &EvalOptions) -> Result<EvalReport, E
                 }
             }
             Metric::Wer | Metric::Cer | Metric::Per | Metric::Ser => {
-                let units = if metric == Metric::Cer {
-                    Units::Chars
-                } else {
-                    Units::Tokens
-                };
+                let units = metric.error_units().expect("an error rate");
                 let counts =
                     corpus_error_counts(&inputs.hyps, &inputs.refs, units, opts.lowercase)?;
                 report.error_rates.push((metric, counts));
@@ -464,6 +533,72 @@ mod tests {
         assert_eq!("WER".parse::<Metric>().unwrap(), Metric::Wer);
         assert_eq!("Accuracy".parse::<Metric>().unwrap(), Metric::Accuracy);
         assert_eq!("macro-f1".parse::<Metric>().unwrap(), Metric::F1);
+    }
+
+    #[test]
+    fn the_ranking_score_is_the_reports_headline_number() {
+        let hyps = ["the cat sat on the mat", "a dog", "N V N"];
+        let refs: &[&[&str]] = &[
+            &["the cat sat on a mat", "a dog", "N V V"],
+            &["a cat sat on the mat", "", ""],
+        ];
+        let all = EvalOptions {
+            metrics: Metric::ALL.to_vec(),
+            rouge: ranking_rouge(),
+            ..EvalOptions::default()
+        };
+        let report = evaluate(&inputs(&hyps, &refs[..1]), &all).unwrap();
+        let text_metrics = EvalOptions {
+            metrics: Metric::ALL
+                .into_iter()
+                .filter(|m| !matches!(m, Metric::Accuracy | Metric::F1))
+                .collect(),
+            ..all.clone()
+        };
+        let several = evaluate(&inputs(&hyps, refs), &text_metrics).unwrap();
+        let rate = |r: &EvalReport, m: Metric| {
+            let c = r.error_rates.iter().find(|(k, _)| *k == m).unwrap().1;
+            if m == Metric::Ser {
+                c.sequence_rate()
+            } else {
+                c.rate()
+            }
+        };
+        for metric in Metric::ALL {
+            let labels = matches!(metric, Metric::Accuracy | Metric::F1);
+            let (r, streams) = if labels {
+                (&report, &refs[..1])
+            } else {
+                (&several, refs)
+            };
+            let want = match metric {
+                Metric::Bleu => r.bleu.as_ref().unwrap().score,
+                Metric::Chrf => r.chrf.as_ref().unwrap().score,
+                Metric::ChrfPlusPlus => r.chrf_plus_plus.as_ref().unwrap().score,
+                Metric::Wer | Metric::Cer | Metric::Per | Metric::Ser => rate(r, metric),
+                Metric::Accuracy => r.labels.as_ref().unwrap().accuracy,
+                Metric::F1 => r.labels.as_ref().unwrap().macro_f1,
+                Metric::Rouge => {
+                    let s = &r.rouge.as_ref().unwrap().scores;
+                    assert_eq!(s.len(), 3);
+                    s.iter().map(|(_, x)| x.fmeasure).sum::<f64>() / 3.0
+                }
+            };
+            let got = ranking_score(&hyps, streams, metric, Tokenize::ThirteenA).unwrap();
+            assert_eq!(got, want, "{metric}");
+            assert_eq!(
+                metric.higher_is_better(),
+                !matches!(
+                    metric,
+                    Metric::Wer | Metric::Cer | Metric::Per | Metric::Ser
+                ),
+                "{metric}"
+            );
+        }
+        // One output right of three, whichever reference it matches.
+        let ser = ranking_score(&hyps, refs, Metric::Ser, Tokenize::ThirteenA).unwrap();
+        assert!((ser - 200.0 / 3.0).abs() < 1e-9, "{ser}");
+        assert!(ranking_score(&hyps, refs, Metric::Accuracy, Tokenize::ThirteenA).is_err());
     }
 
     fn inputs(hyps: &[&str], refs: &[&[&str]]) -> EvalInputs {

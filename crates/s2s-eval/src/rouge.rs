@@ -105,6 +105,16 @@ pub struct CorpusRouge {
     pub stem: bool,
 }
 
+impl CorpusRouge {
+    /// The mean of the types' F-measures (0-100; 0 for no types).
+    pub fn mean_fmeasure(&self) -> f64 {
+        if self.scores.is_empty() {
+            return 0.0;
+        }
+        self.scores.iter().map(|(_, s)| s.fmeasure).sum::<f64>() / self.scores.len() as f64
+    }
+}
+
 /// `rouge-score`'s `tokenize`: lowercase (Python's `str.lower`), every run of characters other
 /// than `a-z0-9` a separator, and (with `stem`) words of more than three letters stemmed.
 pub fn rouge_tokenize(text: &str, stem: bool) -> Vec<String> {

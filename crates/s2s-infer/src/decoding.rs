@@ -9,7 +9,7 @@
 //! alpha = 1.0
 //!
 //! [tuned]                 # how s2s tune chose alpha (absent when written by hand)
-//! metric = "sacreBLEU tok:13a"
+//! metric = "sacreBLEU tok:13a"   # or chrF2, ROUGE-1/2/L mean F, WER, CER, PER, SER
 //! split = "valid"
 //! sentences = 1014
 //! tried = [[0.5, 38.91], [0.75, 39.40], [1.0, 39.62], [1.25, 39.51]]
@@ -36,6 +36,10 @@ pub struct Decoding {
     pub beam: usize,
     #[serde(default = "default_alpha")]
     pub alpha: f32,
+    /// Where the values came from when `s2s tune` did not choose them: an imported model's
+    /// `generation_config.json`, say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tuned: Option<Tuning>,
 }
@@ -66,6 +70,7 @@ impl Default for Decoding {
         Decoding {
             beam: defaults::BEAM,
             alpha: defaults::ALPHA,
+            from: None,
             tuned: None,
         }
     }
@@ -119,11 +124,20 @@ impl Decoding {
 /// The length-penalty exponents `s2s tune` tries unless told otherwise.
 pub const ALPHAS: [f32; 4] = [0.5, 0.75, 1.0, 1.25];
 
+/// How `s2s tune` names `metric` in `decoding.toml`.
+fn metric_label(metric: s2s_eval::Metric, tokenize: s2s_eval::Tokenize) -> String {
+    match metric {
+        s2s_eval::Metric::Bleu => format!("sacreBLEU tok:{tokenize}"),
+        s2s_eval::Metric::Rouge => "ROUGE-1/2/L mean F".into(),
+        other => other.display_name().into(),
+    }
+}
+
 /// `search` (a beam search) with each of `alphas` as its length-penalty exponent over `sources`,
-/// scored by corpus BLEU against `references` (sacreBLEU's, with `bleu`'s tokenisation);
-/// returns decoding defaults with the search's beam and the alpha that scored highest (the first
-/// of equals), and the scores of all, labelled `split`. `on_score` hears each alpha and its
-/// score as it is measured.
+/// scored against `references` by `metric` ([`s2s_eval::ranking_score`]; BLEU with `tokenize`);
+/// returns decoding defaults with the search's beam and the alpha that scored best (highest,
+/// or lowest for an error rate; the first of equals), and the scores of all, labelled `split`.
+/// `on_score` hears each alpha and its score as it is measured.
 #[allow(clippy::too_many_arguments)]
 pub fn tune_alpha(
     translator: &crate::Translator,
@@ -132,7 +146,8 @@ pub fn tune_alpha(
     split: &str,
     search: &s2s_search::SearchConfig,
     alphas: &[f32],
-    bleu: &s2s_eval::BleuConfig,
+    metric: s2s_eval::Metric,
+    tokenize: s2s_eval::Tokenize,
     batch_size: usize,
     mut on_score: impl FnMut(f32, f64),
 ) -> Result<Decoding, InferError> {
@@ -160,7 +175,7 @@ pub fn tune_alpha(
             let candidate = Decoding {
                 beam,
                 alpha,
-                tuned: None,
+                ..Decoding::default()
             };
             candidate.validate().map_err(InferError::Config)?;
             let search = s2s_search::SearchConfig {
@@ -168,22 +183,30 @@ pub fn tune_alpha(
                 ..search.clone()
             };
             let hyps = translator.translate_best(sources, &search, batch_size)?;
-            let score = s2s_eval::corpus_bleu(&hyps, &[references], bleu)
-                .map_err(|e| InferError::Config(e.to_string()))?
-                .score;
+            let score = s2s_eval::ranking_score(&hyps, &[references], metric, tokenize)
+                .map_err(|e| InferError::Config(e.to_string()))?;
             on_score(alpha, score);
             scores.push((alpha, score));
         }
         Ok(())
     })?;
-    let best = scores
-        .iter()
-        .fold(scores[0], |best, &s| if s.1 > best.1 { s } else { best });
+    let better = |a: f64, b: f64| {
+        if metric.higher_is_better() {
+            a > b
+        } else {
+            a < b
+        }
+    };
+    let best = scores.iter().fold(
+        scores[0],
+        |best, &s| if better(s.1, best.1) { s } else { best },
+    );
     Ok(Decoding {
         beam,
         alpha: best.0,
+        from: None,
         tuned: Some(Tuning {
-            metric: format!("sacreBLEU tok:{}", bleu.tokenize),
+            metric: metric_label(metric, tokenize),
             split: split.to_owned(),
             sentences: sources.len(),
             tried: scores,
@@ -210,6 +233,7 @@ mod tests {
         let tuned = Decoding {
             beam: 4,
             alpha: 1.25,
+            from: Some("generation_config.json".into()),
             tuned: Some(Tuning {
                 metric: "sacreBLEU tok:13a".into(),
                 split: "valid".into(),

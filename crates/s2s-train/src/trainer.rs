@@ -13,7 +13,7 @@ use burn::tensor::{Device, Tensor};
 use burn::train::Interrupter;
 use indicatif::{ProgressBar, ProgressStyle};
 use s2s_data::{BatchConfig, EncodedSplit, TextTokenizer, epoch_batches, sorted_batches};
-use s2s_eval::{BleuConfig, RougeConfig, RougeType, corpus_bleu, corpus_rouge};
+use s2s_eval::{BleuConfig, Metric, corpus_bleu, ranking_score};
 use s2s_infer::config::{BestBy, OptimizerKind, RunConfig, TrainConfig};
 use s2s_infer::metrics::{self, MetricsRecord};
 use s2s_infer::model_dir::METRICS;
@@ -279,14 +279,8 @@ fn validate(
         .map_err(|e| TrainError::Config(format!("validation BLEU: {e}")))?
         .score;
     if cfg.best_by == BestBy::Rouge {
-        let rouge_cfg = RougeConfig {
-            types: vec![RougeType::N(1), RougeType::N(2), RougeType::L],
-            ..RougeConfig::default()
-        };
-        let rouge = corpus_rouge(&texts, &refs, &rouge_cfg)
+        out.rouge = ranking_score(&texts, &refs, Metric::Rouge, bleu_cfg.tokenize)
             .map_err(|e| TrainError::Config(format!("validation ROUGE: {e}")))?;
-        out.rouge =
-            rouge.scores.iter().map(|(_, s)| s.fmeasure).sum::<f64>() / rouge.scores.len() as f64;
     }
     Ok(out)
 }

@@ -66,7 +66,11 @@ const MARIAN_FILES: [&str; 4] = [
     "source.spm",
     "target.spm",
 ];
-const MARIAN_OPTIONAL: [&str; 2] = [marian::WEIGHTS, marian::TOKENIZER_CONFIG];
+const MARIAN_OPTIONAL: [&str; 3] = [
+    marian::WEIGHTS,
+    marian::TOKENIZER_CONFIG,
+    marian::GENERATION_CONFIG,
+];
 
 pub fn import(args: ImportArgs) -> Result<()> {
     let ImportFormat::Marian(args) = args.format;
@@ -91,6 +95,17 @@ pub fn import(args: ImportArgs) -> Result<()> {
         done.vocab_size,
         done.parameters
     );
+    if let Some(d) = &done.decoding {
+        eprintln!(
+            "decoding defaults (decoding.toml): beam {}, alpha {}, from {}",
+            d.beam,
+            d.alpha,
+            d.from.as_deref().unwrap_or("the model")
+        );
+    }
+    for note in &done.notes {
+        eprintln!("note: {note}");
+    }
     if !done.language_tags.is_empty() {
         eprintln!(
             "target languages (pass one with --target-lang): {}",

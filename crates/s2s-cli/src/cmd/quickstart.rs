@@ -162,7 +162,8 @@ pub fn run(args: QuickstartArgs) -> Result<()> {
         "valid",
         &base,
         &s2s_infer::decoding::ALPHAS,
-        &bleu_zh,
+        s2s_eval::Metric::Bleu,
+        s2s_eval::Tokenize::Zh,
         s2s_infer::defaults::BATCH_SIZE,
         |alpha, score| eprintln!("      alpha {alpha}: valid BLEU {score:.2}"),
     )?;

@@ -4,6 +4,8 @@
 
 use anyhow::{Context, Result, bail};
 use s2s_data::Task;
+use s2s_eval::Metric;
+use s2s_infer::config::BestBy;
 use s2s_infer::{Translator, decoding};
 use std::path::PathBuf;
 
@@ -11,7 +13,8 @@ use std::path::PathBuf;
 /// validation split and write it into MODEL_DIR's decoding.toml, with the score of every alpha
 /// tried: from then on `s2s translate`, `s2s serve` and their requests use it unless told
 /// otherwise. Scores are sacreBLEU with the tokenisation the model was validated with
-/// (`bleu_tokenize` in its config.toml); the highest wins, the first of equals.
+/// (`bleu_tokenize` in its config.toml), or the metric named by --metric; the best wins (the
+/// highest, the lowest of an error rate), the first of equals.
 #[derive(clap::Args)]
 pub struct TuneArgs {
     /// MODEL_DIR to tune (its decoding.toml is written; nothing else changes).
@@ -23,6 +26,12 @@ pub struct TuneArgs {
     /// Comma-separated exponents to try.
     #[arg(long, value_delimiter = ',', default_values_t = decoding::ALPHAS)]
     pub alphas: Vec<f32>,
+    /// What to rank by: bleu, chrf, chrf++, rouge (the mean of ROUGE-1, -2 and -L F with the
+    /// stemmer), or an error rate, lowest best: wer, cer, per, ser (outputs equal to none of
+    /// their references: grapheme-to-phoneme's word error rate) [default: rouge for a model kept
+    /// by it (`best_by` in its config.toml), else bleu].
+    #[arg(long)]
+    pub metric: Option<s2s_eval::Metric>,
     /// Beam width to tune for and keep [default: the model's decoding.toml, else 5].
     #[arg(long)]
     pub beam: Option<usize>,
@@ -43,7 +52,7 @@ pub fn run(args: TuneArgs) -> Result<()> {
     let task = run.task.unwrap_or_default();
     if !matches!(task, Task::Translation | Task::Generation) {
         bail!(
-            "{} is a {task:?} model: s2s tune chooses the length penalty of text generation by BLEU (translation and generation models); score other models with s2s eval",
+            "{} is a {task:?} model: s2s tune chooses the length penalty of generated text (translation and generation models); score other models with s2s eval",
             args.model.display()
         );
     }
@@ -52,7 +61,15 @@ pub fn run(args: TuneArgs) -> Result<()> {
         .bleu_tokenize
         .parse()
         .map_err(|e| anyhow::anyhow!("{}: bleu_tokenize: {e}", args.model.display()))?;
-    let bleu = s2s_eval::BleuConfig::with_tokenize(tokenize);
+    let metric = args.metric.unwrap_or(match run.train.best_by {
+        BestBy::Rouge => Metric::Rouge,
+        _ => Metric::Bleu,
+    });
+    if matches!(metric, Metric::Accuracy | Metric::F1) {
+        bail!(
+            "--metric {metric} scores labels; s2s tune ranks generated text (bleu, chrf, chrf++, rouge, wer, cer, per, ser)"
+        );
+    }
     let data = s2s_data::load_data_dir(&args.data)?;
     let valid = data.valid.as_ref().with_context(|| {
         format!(
@@ -65,10 +82,21 @@ pub fn run(args: TuneArgs) -> Result<()> {
         n => n.min(valid.src.len()),
     };
     let beam = args.beam.unwrap_or(translator.decoding().beam);
+    let what = match metric {
+        Metric::Bleu => s2s_eval::BleuConfig::with_tokenize(tokenize).signature(1),
+        other => format!(
+            "{}, {} best",
+            other.display_name(),
+            if other.higher_is_better() {
+                "highest"
+            } else {
+                "lowest"
+            }
+        ),
+    };
     eprintln!(
-        "tuning alpha for beam {beam} on {n} validation pairs of {} ({})",
+        "tuning alpha for beam {beam} on {n} validation pairs of {} ({what})",
         args.data.display(),
-        bleu.signature(1)
     );
     let tuned = decoding::tune_alpha(
         &translator,
@@ -77,9 +105,10 @@ pub fn run(args: TuneArgs) -> Result<()> {
         "valid",
         &translator.search_defaults(s2s_search::Strategy::Beam { k: beam }),
         &args.alphas,
-        &bleu,
+        metric,
+        tokenize,
         args.batch_size,
-        |alpha, score| eprintln!("  alpha {alpha}: BLEU {score:.2}"),
+        |alpha, score| eprintln!("  alpha {alpha}: {} {score:.2}", metric.display_name()),
     )?;
     // The directory may be in use by a trainer, which rewrites its files.
     let _lock = s2s_infer::model_dir::lock(&args.model)?;

@@ -4,7 +4,8 @@
 //! import:  config.json -> config.toml (a Transformer with Marian's options)
 //!          model.safetensors -> model.safetensors (names and layouts by `weights`)
 //!          source.spm, target.spm, vocab.json -> tokenizer.src.json, tokenizer.tgt.json
-//! export:  the same in reverse, plus generation_config.json and tokenizer_config.json
+//!          generation_config.json (num_beams, length_penalty) -> decoding.toml
+//! export:  the same in reverse, plus tokenizer_config.json
 //! ```
 //!
 //! Both write into a staging folder beside `out` and rename it into place at the end, so a failed
@@ -22,8 +23,9 @@ use s2s_data::{
     CleanConfig, DataOptions, DataToml, SourceFile, SplitStats, SplitsInfo, TextTokenizer,
     TokenizerInfo, TokenizerKind, TokenizersInfo,
 };
+use s2s_infer::decoding::MAX_ALPHA;
 use s2s_infer::model_dir::{self, BEST, SRC_SPM, SRC_TOKENIZER, TGT_SPM, TGT_TOKENIZER};
-use s2s_infer::{RunConfig, TrainConfig};
+use s2s_infer::{Decoding, RunConfig, TrainConfig};
 use s2s_models::transformer::{Positions, TransformerConfig};
 use s2s_models::{ModelConfig, Seq2SeqModel};
 
@@ -101,6 +103,88 @@ pub struct Imported {
     pub model: TransformerConfig,
     /// Target-language tags in the vocabulary (multilingual models).
     pub language_tags: Vec<String>,
+    /// The decoding defaults written as `decoding.toml`, when the folder states any.
+    pub decoding: Option<Decoding>,
+    /// What the import could not carry over as it was, for the user to hear.
+    pub notes: Vec<String>,
+}
+
+/// The defaults the folder gives transformers' `generate()`, as s2s's `decoding.toml`:
+/// `num_beams` and `length_penalty` (`score = logprob / L^length_penalty`, s2s's alpha) of
+/// `generation_config.json`, or of `config.json` in folders older than that file. `None` when
+/// neither states either (s2s's own defaults then apply). A `length_penalty` left out is
+/// transformers' default, 1.0; a value s2s does not take (outside `0..=MAX_ALPHA`) leaves s2s's
+/// own alpha, and a note says so.
+pub fn decoding_defaults(
+    src: &Path,
+    config_json: &serde_json::Value,
+) -> Result<(Option<Decoding>, Vec<String>)> {
+    let path = src.join(GENERATION_CONFIG);
+    let (name, generation) = match std::fs::read_to_string(&path) {
+        Ok(text) => {
+            let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
+                unsupported(format!(
+                    "{}: not JSON ({e}); fix it, or delete it to import without its decoding defaults",
+                    path.display()
+                ))
+            })?;
+            (GENERATION_CONFIG, value)
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => (CONFIG_JSON, config_json.clone()),
+        Err(e) => return Err(InteropError::io(&path, e)),
+    };
+    let mut notes = Vec::new();
+    let num_beams = &generation["num_beams"];
+    let length_penalty = &generation["length_penalty"];
+    if num_beams.is_null() && length_penalty.is_null() {
+        return Ok((None, notes));
+    }
+    let beam = match num_beams.as_u64() {
+        Some(k) if k >= 1 => k as usize,
+        None if num_beams.is_null() => s2s_infer::defaults::BEAM,
+        _ => {
+            notes.push(format!(
+                "{name}: num_beams = {num_beams} is not a beam width; decoding.toml keeps s2s's beam {}",
+                s2s_infer::defaults::BEAM
+            ));
+            s2s_infer::defaults::BEAM
+        }
+    };
+    const HF_LENGTH_PENALTY: f64 = 1.0;
+    let alpha = match length_penalty.as_f64() {
+        None if length_penalty.is_null() => HF_LENGTH_PENALTY as f32,
+        Some(lp) if (0.0..=f64::from(MAX_ALPHA)).contains(&lp) => lp as f32,
+        _ => {
+            notes.push(format!(
+                "{name}: length_penalty = {length_penalty} is outside the 0 to {MAX_ALPHA} s2s                  takes; decoding.toml keeps s2s's alpha {} (pass --alpha to choose another)",
+                s2s_infer::defaults::ALPHA
+            ));
+            s2s_infer::defaults::ALPHA
+        }
+    };
+    if generation["do_sample"].as_bool() == Some(true) {
+        notes.push(format!(
+            "{name} samples (do_sample = true); s2s decodes with beam search unless told              `--search sample`"
+        ));
+    }
+    let stated = |v: &serde_json::Value, default: &str| {
+        if v.is_null() {
+            default.to_owned()
+        } else {
+            v.to_string()
+        }
+    };
+    let decoding = Decoding {
+        beam,
+        alpha,
+        from: Some(format!(
+            "{name} of the imported model: num_beams {}, length_penalty {}",
+            stated(num_beams, "not given"),
+            stated(length_penalty, "not given (transformers' default 1.0)")
+        )),
+        tuned: None,
+    };
+    Ok((Some(decoding), notes))
 }
 
 /// Imports the MarianMT folder `src` as the MODEL_DIR `out` (absent or empty unless `force`).
@@ -206,14 +290,23 @@ pub fn import(src: &Path, out: &Path, force: bool) -> Result<Imported> {
         l.as_deref()
             .is_some_and(|l| ["zh", "cmn", "yue", "wuu"].iter().any(|z| l.starts_with(z)))
     };
-    let mut sources = Vec::new();
-    for (name, side) in [
+    let config_json: serde_json::Value =
+        serde_json::from_slice(&raw[CONFIG_JSON]).unwrap_or_default();
+    let (decoding, notes) = decoding_defaults(src, &config_json)?;
+    let mut raw = raw;
+    let mut files = vec![
         (CONFIG_JSON, "both"),
         (WEIGHTS, "both"),
         (VOCAB_JSON, "both"),
         (SRC_SPM, "src"),
         (TGT_SPM, "tgt"),
-    ] {
+    ];
+    if decoding.is_some() && file(GENERATION_CONFIG).exists() {
+        raw.insert(GENERATION_CONFIG, read(&file(GENERATION_CONFIG))?);
+        files.push((GENERATION_CONFIG, "both"));
+    }
+    let mut sources = Vec::new();
+    for (name, side) in files {
         let path = file(name);
         sources.push(SourceFile {
             split: "import".into(),
@@ -281,6 +374,9 @@ pub fn import(src: &Path, out: &Path, force: bool) -> Result<Imported> {
         for name in [SRC_SPM, TGT_SPM] {
             write(dir, name, &raw[name])?;
         }
+        if let Some(decoding) = &decoding {
+            decoding.write(dir)?;
+        }
         Ok(())
     })?;
     let language_tags = vocab
@@ -294,6 +390,8 @@ pub fn import(src: &Path, out: &Path, force: bool) -> Result<Imported> {
         parameters,
         model: model_cfg,
         language_tags,
+        decoding,
+        notes,
     })
 }
 
@@ -452,4 +550,77 @@ pub fn export(model_dir: &Path, out: &Path, force: bool) -> Result<Exported> {
         reordered: !tgt_tok.is_marian(),
         zero_start: cfg.zero_start,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `decoding_defaults` of a folder with `generation_config.json` = `generation` (none when
+    /// `None`) and `config.json` = `config`.
+    fn defaults_of(
+        generation: Option<&str>,
+        config: serde_json::Value,
+    ) -> Result<(Option<Decoding>, Vec<String>)> {
+        let d = tempfile::tempdir().unwrap();
+        if let Some(text) = generation {
+            std::fs::write(d.path().join(GENERATION_CONFIG), text).unwrap();
+        }
+        decoding_defaults(d.path(), &config)
+    }
+
+    #[test]
+    fn generate_defaults_become_the_models_decoding_defaults() {
+        let none = serde_json::json!({});
+        // OPUS-MT's own: num_beams only, so transformers' length penalty of 1.0 applies.
+        let (d, notes) =
+            defaults_of(Some(r#"{"num_beams": 4, "max_length": 512}"#), none.clone()).unwrap();
+        let d = d.unwrap();
+        assert_eq!((d.beam, d.alpha), (4, 1.0));
+        assert!(d.from.unwrap().contains(GENERATION_CONFIG));
+        assert!(notes.is_empty(), "{notes:?}");
+        let (d, _) = defaults_of(
+            Some(r#"{"num_beams": 6, "length_penalty": 0.6}"#),
+            none.clone(),
+        )
+        .unwrap();
+        let d = d.unwrap();
+        assert_eq!((d.beam, d.alpha), (6, 0.6));
+        // Older folders state them in config.json; generation_config.json wins where present.
+        let old = serde_json::json!({"num_beams": 3, "length_penalty": 0.5});
+        let (d, _) = defaults_of(None, old.clone()).unwrap();
+        let d = d.unwrap();
+        assert_eq!((d.beam, d.alpha), (3, 0.5));
+        assert!(d.from.unwrap().contains(CONFIG_JSON));
+        let (d, _) = defaults_of(Some(r#"{"num_beams": 2}"#), old).unwrap();
+        assert_eq!(d.unwrap().beam, 2);
+        // Nothing stated: s2s's own defaults, and no file.
+        assert!(defaults_of(Some("{}"), none.clone()).unwrap().0.is_none());
+        assert!(defaults_of(None, none).unwrap().0.is_none());
+    }
+
+    #[test]
+    fn what_s2s_cannot_take_is_said_and_what_is_broken_refused() {
+        let none = serde_json::json!({});
+        let (d, notes) = defaults_of(
+            Some(r#"{"num_beams": 5, "length_penalty": -1.0, "do_sample": true}"#),
+            none.clone(),
+        )
+        .unwrap();
+        let d = d.unwrap();
+        assert_eq!((d.beam, d.alpha), (5, s2s_infer::defaults::ALPHA));
+        assert_eq!(notes.len(), 2, "{notes:?}");
+        assert!(notes[0].contains("length_penalty = -1.0"), "{notes:?}");
+        assert!(notes[1].contains("do_sample"), "{notes:?}");
+        let (d, notes) = defaults_of(Some(r#"{"num_beams": 0}"#), none.clone()).unwrap();
+        assert_eq!(d.unwrap().beam, s2s_infer::defaults::BEAM);
+        assert!(notes[0].contains("num_beams = 0"), "{notes:?}");
+        let err = defaults_of(Some("{num_beams: 4"), none)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains(GENERATION_CONFIG) && err.contains("delete it"),
+            "{err}"
+        );
+    }
 }
