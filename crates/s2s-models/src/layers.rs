@@ -42,6 +42,11 @@ impl Linear {
         }
     }
 
+    /// The bias's value, if the layer has one.
+    pub fn bias_val(&self) -> Option<Tensor<1>> {
+        self.bias.as_ref().map(|b| b.val())
+    }
+
     /// Quantises the weight (per output row); from now on the layer multiplies in int8.
     pub fn quantize(&mut self) {
         let weight = self.weight.val();

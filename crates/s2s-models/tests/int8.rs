@@ -5,6 +5,7 @@
 
 mod common;
 
+use burn::tensor::Tensor;
 use common::*;
 use s2s_models::engine::CacheFormat;
 use s2s_models::engine::int8::{Int8Matrix, Int8Vectors, Kernel};
@@ -157,6 +158,63 @@ fn a_product_split_over_threads_equals_one_thread() {
     assert_eq!(run(1), run(3));
 }
 
+/// The feed-forward network with its hidden layer quantised block by block gives the bits of
+/// the two products one after the other, for row counts below, at and around the block size (and
+/// below AMX's minimum), over one and several threads.
+#[test]
+fn the_blocked_feed_forward_equals_two_products() {
+    use s2s_models::engine::int8::HIDDEN_BLOCK;
+    let (k, hidden, n) = (37, 70, 19);
+    let w1 = Int8Matrix::quantize(&hashed_values(hidden * k, 6), hidden, k);
+    let w2 = Int8Matrix::quantize(&hashed_values(n * hidden, 7), n, hidden);
+    let (b1, b2) = (hashed_values(hidden, 8), hashed_values(n, 9));
+    let act = |v: &mut [f32]| v.iter_mut().for_each(|x| *x = x.max(0.0) + 0.1 * x.tanh());
+    for m in [
+        0,
+        1,
+        5,
+        HIDDEN_BLOCK - 1,
+        HIDDEN_BLOCK,
+        HIDDEN_BLOCK + 1,
+        3 * HIDDEN_BLOCK + 17,
+    ] {
+        let x: Vec<f32> = hashed_values(m * k, m as u64)
+            .iter()
+            .map(|v| 2.0 * v)
+            .collect();
+        let mut h = vec![0.0; m * hidden];
+        w1.matmul(&x, m, Some(&b1), &mut h);
+        act(&mut h);
+        let mut want = vec![0.0; m * n];
+        w2.matmul(&h, m, Some(&b2), &mut want);
+        for threads in [1, 2] {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            let mut got = vec![f32::NAN; m * n];
+            let mut blocks = 0;
+            pool.install(|| {
+                w1.matmul_act_matmul(
+                    &x,
+                    m,
+                    Some(&b1),
+                    |block, rows| {
+                        assert!(rows <= HIDDEN_BLOCK && block.len() == rows * hidden);
+                        blocks += 1;
+                        act(block)
+                    },
+                    &w2,
+                    Some(&b2),
+                    &mut got,
+                )
+            });
+            assert_eq!(got, want, "{m} rows, {threads} threads");
+            assert_eq!(blocks, m.div_ceil(HIDDEN_BLOCK), "{m} rows");
+        }
+    }
+}
+
 /// The largest products there are: activations that quantise to +-127 and weights of +-127 and
 /// -128 (a weights file may hold -128), in a pattern of `t / 2` (column `t`) for both, so that
 /// the two products of every pair have the same sign and add up to +-32258 or 32512: where
@@ -267,6 +325,44 @@ fn a_quantised_transformer_stays_close_to_its_f32_model() {
             "{cfg:?}: int8 differs by {worst}"
         );
         assert!(changed, "the int8 model computed nothing in int8");
+    }
+}
+
+/// The engine's int8 feed-forward op against the two int8 products and the activation as
+/// tensor ops, for each activation (Marian's swish included) and a batch larger than a block.
+#[test]
+fn the_int8_feed_forward_op_equals_its_tensor_ops() {
+    use burn::tensor::activation::{gelu, relu, silu};
+    use s2s_models::engine;
+    let device = s2s_models::backend::default_device();
+    let (k, hidden, n) = (24, 96, 24);
+    let w1 = Int8Matrix::quantize(&hashed_values(hidden * k, 10), hidden, k);
+    let w2 = Int8Matrix::quantize(&hashed_values(n * hidden, 11), n, hidden);
+    let bias = |len: usize, seed| {
+        Tensor::<1>::from_data(
+            burn::tensor::TensorData::new(hashed_values(len, seed), [len]),
+            &device,
+        )
+    };
+    let (b1, b2) = (bias(hidden, 12), bias(n, 13));
+    let x = Tensor::<3>::from_data(
+        burn::tensor::TensorData::new(hashed_values(3 * 50 * k, 14), [3, 50, k]),
+        &device,
+    );
+    let acts: [fn(Tensor<2>) -> Tensor<2>; 3] = [relu, silu, gelu];
+    for act in acts {
+        let want = engine::int8_linear(
+            act(engine::int8_linear(x.clone(), &w1, Some(&b1)).reshape([150, hidden])),
+            &w2,
+            Some(&b2),
+        )
+        .reshape([3, 50, n]);
+        let got = engine::int8_feed_forward(x.clone(), (&w1, Some(&b1)), act, (&w2, Some(&b2)));
+        assert_eq!(got.dims(), [3, 50, n]);
+        assert_eq!(
+            got.into_data().try_into_vec::<f32>().unwrap(),
+            want.into_data().try_into_vec::<f32>().unwrap()
+        );
     }
 }
 

@@ -412,8 +412,56 @@ impl Int8Matrix {
         bias: Option<&[f32]>,
         out: &mut [f32],
     ) {
-        let (n, k) = (self.rows, self.cols);
+        let k = self.cols;
         assert_eq!(x.len(), m * k, "Int8Matrix::matmul: x is not [{m}, {k}]");
+        let kernel = kernel_for(kernel, m);
+        let mut a = QuantizedRows::zeroed(kernel, m, self.groups * GROUP);
+        a.fill(kernel, 0, x, k);
+        self.multiply(kernel, &a, bias, out);
+    }
+
+    /// `out = act(x W^T + bias) V^T + next_bias` for `x: [m, cols]` and the next matrix `V =
+    /// next` (`[n, rows]`), `out: [m, n]`: a feed-forward network. The hidden layer is computed
+    /// [`HIDDEN_BLOCK`] rows at a time and quantised for the second product as it goes, so its
+    /// f32 values never exist for all rows at once (a quarter of the memory, and each block is
+    /// still in cache when quantised). `act` gets a block of rows `[rows, self.rows()]`. The
+    /// same bits as the two products done one after the other: every row of a product depends on
+    /// that row alone.
+    #[allow(clippy::too_many_arguments)]
+    pub fn matmul_act_matmul(
+        &self,
+        x: &[f32],
+        m: usize,
+        bias: Option<&[f32]>,
+        mut act: impl FnMut(&mut [f32], usize),
+        next: &Int8Matrix,
+        next_bias: Option<&[f32]>,
+        out: &mut [f32],
+    ) {
+        let (hidden, k) = (self.rows, self.cols);
+        assert_eq!(x.len(), m * k, "Int8Matrix::matmul: x is not [{m}, {k}]");
+        assert_eq!(
+            next.cols, hidden,
+            "Int8Matrix::matmul_act_matmul: [{}, {}] after [{hidden}, {k}]",
+            next.rows, next.cols
+        );
+        let best = Kernel::best();
+        let next_kernel = kernel_for(best, m);
+        let mut h = QuantizedRows::zeroed(next_kernel, m, next.groups * GROUP);
+        let mut block = vec![0.0f32; HIDDEN_BLOCK.min(m) * hidden];
+        for r0 in (0..m).step_by(HIDDEN_BLOCK) {
+            let rows = HIDDEN_BLOCK.min(m - r0);
+            let block = &mut block[..rows * hidden];
+            self.matmul_with(best, &x[r0 * k..(r0 + rows) * k], rows, bias, block);
+            act(block, rows);
+            h.fill(next_kernel, r0, block, hidden);
+        }
+        next.multiply(next_kernel, &h, next_bias, out);
+    }
+
+    /// `out = a W^T + bias` for activations `a` quantised for `kernel`.
+    fn multiply(&self, kernel: Kernel, a: &QuantizedRows, bias: Option<&[f32]>, out: &mut [f32]) {
+        let (m, n) = (a.scales.len(), self.rows);
         assert_eq!(
             out.len(),
             m * n,
@@ -422,27 +470,15 @@ impl Int8Matrix {
         if let Some(b) = bias {
             assert_eq!(b.len(), n, "Int8Matrix::matmul: bias is not [{n}]");
         }
-        assert!(
-            kernel.is_available(),
-            "int8 kernel {kernel:?} needs CPU features this CPU lacks"
-        );
-        // AMX tiles (16 rows) would be mostly padding below AMX_MIN_ROWS; VNNI computes the same
-        // integers.
-        let kernel = if kernel == Kernel::Amx && m < AMX_MIN_ROWS {
-            Kernel::Vnni
-        } else {
-            kernel
-        };
-        let a = QuantizedRows::of(kernel, x, m, k, self.groups * GROUP);
         let panels = n.div_ceil(PANEL);
-        let threads = if m * n * k >= PARALLEL_WORK {
+        let threads = if m * n * self.cols >= PARALLEL_WORK {
             rayon::current_num_threads().min(panels)
         } else {
             1
         };
         let job = Product {
             w: self,
-            a: &a,
+            a,
             bias,
             out: OutPtr(out.as_mut_ptr()),
             kernel,
@@ -460,6 +496,25 @@ impl Int8Matrix {
     }
 }
 
+/// Rows of a feed-forward network's hidden layer held in f32 at a time
+/// ([`Int8Matrix::matmul_act_matmul`]): four AMX tiles of rows.
+pub const HIDDEN_BLOCK: usize = 64;
+
+/// The kernel that multiplies `m` rows: `kernel`, which must be available on this CPU, or VNNI
+/// where AMX tiles (16 rows) would be mostly padding (below [`AMX_MIN_ROWS`]); VNNI computes the
+/// same integers.
+fn kernel_for(kernel: Kernel, m: usize) -> Kernel {
+    assert!(
+        kernel.is_available(),
+        "int8 kernel {kernel:?} needs CPU features this CPU lacks"
+    );
+    if kernel == Kernel::Amx && m < AMX_MIN_ROWS {
+        Kernel::Vnni
+    } else {
+        kernel
+    }
+}
+
 /// Activations quantised per row, shifted by the kernel's offset ([`Kernel::offset`]; with
 /// offset 0 the bytes are the signed values), each row padded to whole column groups (with the
 /// offset, i.e. zero). For AMX, rows are padded to whole tile rows (64 bytes) and the rows to
@@ -473,7 +528,9 @@ struct QuantizedRows {
 }
 
 impl QuantizedRows {
-    fn of(kernel: Kernel, x: &[f32], m: usize, k: usize, stride: usize) -> Self {
+    /// Room for `m` rows of `stride` bytes (a multiple of [`GROUP`]) for `kernel`, every value
+    /// zero (the offset) until [`QuantizedRows::fill`] writes it.
+    fn zeroed(kernel: Kernel, m: usize, stride: usize) -> Self {
         let offset = kernel.offset();
         let (stride, padded_rows) = match kernel {
             Kernel::Amx => (
@@ -482,40 +539,53 @@ impl QuantizedRows {
             ),
             _ => (stride, m),
         };
-        let mut rows = Self {
+        Self {
             values: vec![offset as u8; padded_rows * stride],
             scales: vec![0.0f32; m],
             stride,
             offset,
-        };
-        match kernel {
-            #[cfg(target_arch = "x86_64")]
-            // SAFETY: `matmul_with` checked that the CPU has the kernel's features (VNNI's
-            // include AVX2).
-            Kernel::Amx | Kernel::Vnni | Kernel::Avx2 => unsafe { rows.fill_avx2(x, k) },
-            _ => rows.fill(x, k, offset_row),
         }
-        rows
     }
 
-    /// [`QuantizedRows::fill`] with [`offset_row_avx2`], compiled for AVX2 (the scan for each
-    /// row's scale included).
+    /// Quantises `x: [rows, k]` into rows `r0..r0 + rows`, as `kernel` reads them.
+    fn fill(&mut self, kernel: Kernel, r0: usize, x: &[f32], k: usize) {
+        match kernel {
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: `kernel_for` checked that the CPU has the kernel's features (VNNI's
+            // include AVX2).
+            Kernel::Amx | Kernel::Vnni | Kernel::Avx2 => unsafe { self.fill_avx2(r0, x, k) },
+            _ => self.fill_with(r0, x, k, offset_row),
+        }
+    }
+
+    /// [`QuantizedRows::fill_with`] with [`offset_row_avx2`], compiled for AVX2 (the scan for
+    /// each row's scale included).
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2")]
-    unsafe fn fill_avx2(&mut self, x: &[f32], k: usize) {
+    unsafe fn fill_avx2(&mut self, r0: usize, x: &[f32], k: usize) {
         // SAFETY: the caller's CPU has AVX2 (see above).
-        self.fill(x, k, |row, inv, offset, out| unsafe {
+        self.fill_with(r0, x, k, |row, inv, offset, out| unsafe {
             offset_row_avx2(row, inv, offset, out)
         })
     }
 
-    /// Each row of `x: [m, k]`: its scale, and its values quantised and shifted by `quantize`.
+    /// Each row of `x: [rows, k]`, as row `r0 + i`: its scale, and its values quantised and
+    /// shifted by `quantize`.
     #[inline(always)]
-    fn fill(&mut self, x: &[f32], k: usize, quantize: impl Fn(&[f32], f32, i32, &mut [u8])) {
-        for (r, scale) in self.scales.iter_mut().enumerate() {
-            let row = &x[r * k..(r + 1) * k];
+    fn fill_with(
+        &mut self,
+        r0: usize,
+        x: &[f32],
+        k: usize,
+        quantize: impl Fn(&[f32], f32, i32, &mut [u8]),
+    ) {
+        if k == 0 {
+            return;
+        }
+        for (i, row) in x.chunks_exact(k).enumerate() {
+            let r = r0 + i;
             let (s, inv) = row_scale(row);
-            *scale = s;
+            self.scales[r] = s;
             quantize(
                 row,
                 inv,
@@ -594,11 +664,11 @@ impl Product<'_> {
     fn run(&self, panels: std::ops::Range<usize>) {
         match self.kernel {
             #[cfg(target_arch = "x86_64")]
-            // SAFETY: `matmul_with` checked that the CPU has the kernel's features, and the
+            // SAFETY: `kernel_for` checked that the CPU has the kernel's features, and the
             // process has AMX's permission (`amx::permitted`).
             Kernel::Amx => unsafe { self.panels_amx(panels) },
             #[cfg(target_arch = "x86_64")]
-            // SAFETY: `matmul_with` checked that the CPU has the kernel's features.
+            // SAFETY: `kernel_for` checked that the CPU has the kernel's features.
             Kernel::Vnni => unsafe { self.panels_avx512(panels) },
             #[cfg(target_arch = "x86_64")]
             // SAFETY: as above.
@@ -676,7 +746,7 @@ impl Product<'_> {
                 let stride = self.a.stride;
                 match self.kernel {
                     #[cfg(target_arch = "x86_64")]
-                    // SAFETY: `matmul_with` checked that the CPU has the kernel's features.
+                    // SAFETY: `kernel_for` checked that the CPU has the kernel's features.
                     Kernel::Vnni => unsafe {
                         vnni::dot_tile(a, stride, rows, w, np, groups, &mut sums)
                     },

@@ -108,6 +108,55 @@ pub fn int8_linear<const D: usize>(
     Some(Tensor::from_primitive::<Flex>(flex_tensor(out, dims)))
 }
 
+/// [`super::int8_feed_forward`] on the CPU backend: [`Int8Matrix::matmul_act_matmul`], with
+/// `act` (a tensor op, so that its arithmetic is the op's own) applied to each block of hidden
+/// rows. `None` off the CPU backend or for tracked tensors.
+pub fn int8_feed_forward<const D: usize>(
+    x: &Tensor<D>,
+    (inner, inner_bias): (&Int8Matrix, Option<&Tensor<1>>),
+    act: &dyn Fn(Tensor<2>) -> Tensor<2>,
+    (outer, outer_bias): (&Int8Matrix, Option<&Tensor<1>>),
+) -> Option<Tensor<D>> {
+    let x = flex_f32(x)?.to_contiguous();
+    let contiguous = |b: Option<&Tensor<1>>| -> Option<Option<FlexTensor>> {
+        match b {
+            Some(b) => Some(Some(flex_f32(b)?.to_contiguous())),
+            None => Some(None),
+        }
+    };
+    let (b1, b2) = (contiguous(inner_bias)?, contiguous(outer_bias)?);
+    let mut dims: [usize; D] = x.layout().shape().to_vec().try_into().ok()?;
+    let k = dims[D - 1];
+    assert_eq!(
+        k,
+        inner.cols(),
+        "int8_feed_forward: input {dims:?} for a [{}, {}] weight",
+        inner.rows(),
+        inner.cols()
+    );
+    let m = dims[..D - 1].iter().product();
+    let hidden = inner.rows();
+    let mut out = vec![0.0f32; m * outer.rows()];
+    inner.matmul_act_matmul(
+        &x.storage::<f32>()[..m * k],
+        m,
+        b1.as_ref().map(|b| &b.storage::<f32>()[..hidden]),
+        |block, rows| {
+            let h =
+                Tensor::<2>::from_primitive::<Flex>(flex_tensor(block.to_vec(), [rows, hidden]));
+            let h = flex_f32(&act(h))
+                .expect("an op on the CPU backend stays there")
+                .to_contiguous();
+            block.copy_from_slice(&h.storage::<f32>()[..rows * hidden]);
+        },
+        outer,
+        b2.as_ref().map(|b| &b.storage::<f32>()[..outer.rows()]),
+        &mut out,
+    );
+    dims[D - 1] = outer.rows();
+    Some(Tensor::from_primitive::<Flex>(flex_tensor(out, dims)))
+}
+
 /// `x @ weight + bias` for `x: [.., k]` with one row in all and `weight: [k, n]` row-major or
 /// the transpose of a row-major `[n, k]` (a tied output layer): the one-row product
 /// ([`gemv`]). `None` for more rows, other layouts, tracked tensors and CPUs without its

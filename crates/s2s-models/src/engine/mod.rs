@@ -20,8 +20,8 @@ pub mod row_map;
 pub mod workers;
 
 pub use ops::{
-    additive_attention, dot_attention, dot_attention_seq, int8_embedding, int8_linear, linear,
-    multi_head_attention, prefix_attention, select_rows_then_cat,
+    additive_attention, dot_attention, dot_attention_seq, int8_embedding, int8_feed_forward,
+    int8_linear, linear, multi_head_attention, prefix_attention, select_rows_then_cat,
 };
 pub use prefix_cache::{CacheFormat, CachedKeyValue, KeyValue, PrefixCache};
 pub use row_map::{RowMap, row_ids};

@@ -279,6 +279,32 @@ pub fn int8_linear<const D: usize>(
     linear(x, weight.transpose(), bias.cloned())
 }
 
+/// `act(x W_1^T + b_1) W_2^T + b_2` for int8 weights `W_1: [hidden, k]`, `W_2: [n, hidden]`
+/// and `x: [.., k]`, a feed-forward network at inference: on the CPU backend the hidden layer is
+/// computed a block of rows at a time and quantised for the second product as it goes
+/// ([`kernels::int8_feed_forward`]), so its f32 values never exist for all rows at once;
+/// elsewhere the two products one after the other. The same bits either way.
+pub fn int8_feed_forward<const D: usize>(
+    x: Tensor<D>,
+    inner: (&Int8Matrix, Option<&Tensor<1>>),
+    act: impl Fn(Tensor<2>) -> Tensor<2>,
+    outer: (&Int8Matrix, Option<&Tensor<1>>),
+) -> Tensor<D> {
+    if let Some(out) = kernels::int8_feed_forward(&x, inner, &act, outer) {
+        return out;
+    }
+    let mut dims = x.dims();
+    let k = dims[D - 1];
+    let h = int8_linear(
+        x.reshape([dims.iter().product::<usize>() / k.max(1), k]),
+        inner.0,
+        inner.1,
+    );
+    let out = int8_linear(act(h), outer.0, outer.1);
+    dims[D - 1] = outer.0.rows();
+    out.reshape(dims)
+}
+
 /// Rows `ids: [batch, len]` of an int8 embedding table, dequantised: `[batch, len, d]`.
 pub fn int8_embedding(table: &Int8Matrix, ids: Tensor<2, Int>) -> Tensor<3> {
     let [batch, len] = ids.dims();

@@ -6,6 +6,7 @@ use burn::tensor::activation::{gelu, relu, silu};
 use burn::tensor::{Device, Tensor};
 use serde::{Deserialize, Serialize};
 
+use crate::engine;
 use crate::init::xavier_linear;
 use crate::layers::Linear;
 
@@ -49,12 +50,25 @@ impl FeedForward {
     }
 
     pub fn forward(&self, x: Tensor<3>) -> Tensor<3> {
-        let h = self.inner.forward(x);
-        let h = match self.activation {
+        if let (Some(w1), Some(w2)) = (&self.inner.int8, &self.outer.int8) {
+            // An int8 model only decodes, so there is no dropout to apply.
+            let (b1, b2) = (self.inner.bias_val(), self.outer.bias_val());
+            return engine::int8_feed_forward(
+                x,
+                (w1, b1.as_ref()),
+                |h| self.activate(h),
+                (w2, b2.as_ref()),
+            );
+        }
+        let h = self.activate(self.inner.forward(x));
+        self.outer.forward(self.dropout.forward(h))
+    }
+
+    fn activate<const D: usize>(&self, h: Tensor<D>) -> Tensor<D> {
+        match self.activation {
             Activation::Relu => relu(h),
             Activation::Swish => silu(h),
             Activation::Gelu => gelu(h),
-        };
-        self.outer.forward(self.dropout.forward(h))
+        }
     }
 }
