@@ -141,7 +141,7 @@ mkdir -p "$out"
         case "$task" in
             aeslc)
                 [[ $train_only -eq 0 ]] && printf '\n| task | system | ROUGE-1 F | ROUGE-2 F | ROUGE-L F |\n|---|---|---:|---:|---:|\n'
-                run aeslc "$here/../configs/summarisation/aeslc.toml" 8000 --max-src-tokens 200 ;;
+                run aeslc "$here/../configs/summarisation/aeslc.toml" 8000 --max-src-tokens 64 ;;
             scitldr)
                 [[ $train_only -eq 0 ]] && printf '\n| task | system | ROUGE-1 F | ROUGE-2 F | ROUGE-L F |\n|---|---|---:|---:|---:|\n'
                 run scitldr "$here/../configs/summarisation/scitldr.toml" 4000 ;;
