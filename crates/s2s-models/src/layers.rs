@@ -35,7 +35,7 @@ impl From<burn::nn::Linear> for Linear {
 
 impl Linear {
     pub fn forward<const D: usize>(&self, x: Tensor<D>) -> Tensor<D> {
-        let bias = self.bias.as_ref().map(|b| b.val());
+        let bias = self.bias_val();
         match &self.int8 {
             Some(w) => engine::int8_linear(x, w, bias.as_ref()),
             None => engine::linear(x, self.weight.val(), bias),

@@ -117,21 +117,20 @@ pub struct Imported {
 /// own alpha, and a note says so.
 pub fn decoding_defaults(
     src: &Path,
+    generation_config: Option<&[u8]>,
     config_json: &serde_json::Value,
 ) -> Result<(Option<Decoding>, Vec<String>)> {
-    let path = src.join(GENERATION_CONFIG);
-    let (name, generation) = match std::fs::read_to_string(&path) {
-        Ok(text) => {
-            let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
+    let (name, generation) = match generation_config {
+        Some(bytes) => {
+            let value: serde_json::Value = serde_json::from_slice(bytes).map_err(|e| {
                 unsupported(format!(
                     "{}: not JSON ({e}); fix it, or delete it to import without its decoding defaults",
-                    path.display()
+                    src.join(GENERATION_CONFIG).display()
                 ))
             })?;
             (GENERATION_CONFIG, value)
         }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => (CONFIG_JSON, config_json.clone()),
-        Err(e) => return Err(InteropError::io(&path, e)),
+        None => (CONFIG_JSON, config_json.clone()),
     };
     let mut notes = Vec::new();
     let num_beams = &generation["num_beams"];
@@ -292,7 +291,12 @@ pub fn import(src: &Path, out: &Path, force: bool) -> Result<Imported> {
     };
     let config_json: serde_json::Value =
         serde_json::from_slice(&raw[CONFIG_JSON]).unwrap_or_default();
-    let (decoding, notes) = decoding_defaults(src, &config_json)?;
+    let generation_config = match std::fs::read(file(GENERATION_CONFIG)) {
+        Ok(bytes) => Some(bytes),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(InteropError::io(file(GENERATION_CONFIG), e)),
+    };
+    let (decoding, notes) = decoding_defaults(src, generation_config.as_deref(), &config_json)?;
     let mut raw = raw;
     let mut files = vec![
         (CONFIG_JSON, "both"),
@@ -301,8 +305,8 @@ pub fn import(src: &Path, out: &Path, force: bool) -> Result<Imported> {
         (SRC_SPM, "src"),
         (TGT_SPM, "tgt"),
     ];
-    if decoding.is_some() && file(GENERATION_CONFIG).exists() {
-        raw.insert(GENERATION_CONFIG, read(&file(GENERATION_CONFIG))?);
+    if let (Some(_), Some(bytes)) = (&decoding, generation_config) {
+        raw.insert(GENERATION_CONFIG, bytes);
         files.push((GENERATION_CONFIG, "both"));
     }
     let mut sources = Vec::new();
@@ -562,11 +566,7 @@ mod tests {
         generation: Option<&str>,
         config: serde_json::Value,
     ) -> Result<(Option<Decoding>, Vec<String>)> {
-        let d = tempfile::tempdir().unwrap();
-        if let Some(text) = generation {
-            std::fs::write(d.path().join(GENERATION_CONFIG), text).unwrap();
-        }
-        decoding_defaults(d.path(), &config)
+        decoding_defaults(Path::new("opus-mt"), generation.map(str::as_bytes), &config)
     }
 
     #[test]
