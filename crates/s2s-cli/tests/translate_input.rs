@@ -1,7 +1,8 @@
 //! What `s2s translate` and the server's path (`Translator::encode_all`, `search`, `describe`)
 //! make of unusual input lines: text that looks like a control token is ordinary text, and an
 //! empty or whitespace-only line translates to an empty line, without the model, in every output
-//! format, with the other lines keeping their places.
+//! format, with the other lines keeping their places. And models given together decode as an
+//! ensemble.
 
 mod common;
 
@@ -13,6 +14,11 @@ use std::process::{Output, Stdio};
 /// A tiny word-level model trained for a few steps on digit reversal, whose corpus also writes
 /// the names `<eos>` and `<pad>` as text (so the vocabulary has `<`, `eos`, `pad`, `>`).
 fn model(root: &Path) -> PathBuf {
+    train(&prepare(root), root, "model", &[])
+}
+
+/// The digit-reversal corpus, prepared in `root/data`.
+fn prepare(root: &Path) -> PathBuf {
     let raw = root.join("raw");
     std::fs::create_dir_all(&raw).unwrap();
     for (name, n, seed) in [("train", 300, 0), ("valid", 20, 5)] {
@@ -49,30 +55,39 @@ fn model(root: &Path) -> PathBuf {
         c
     });
     assert!(o.status.success(), "{}", stderr(&o));
+    data
+}
+
+/// A tiny model trained for 3 steps on `data`, in `root/name`, with `extra` training options.
+fn train(data: &Path, root: &Path, name: &str, extra: &[&str]) -> PathBuf {
     let config = root.join("tiny.toml");
     std::fs::write(
         &config,
         "arch = \"rnnsearch-tiny\"\n[train]\nmax_tokens = 120\nvalid_every = 3\nvalid_bleu_sentences = 5\npatience = 0\nwarmup_steps = 2\nmax_epochs = 1000\n",
     )
     .unwrap();
-    let out = root.join("model");
-    let o = run(common::train_cmd(
-        &data,
-        &config,
-        &out,
-        &["--max-steps", "3"],
-    ));
+    let out = root.join(name);
+    let args: Vec<&str> = ["--max-steps", "3"].iter().chain(extra).copied().collect();
+    let o = run(common::train_cmd(data, &config, &out, &args));
     assert!(o.status.success(), "{}", stderr(&o));
     out
 }
 
 /// `s2s translate --model MODEL ARGS` with `input` on stdin; must succeed.
 fn translate(model: &Path, args: &[&str], input: &str) -> String {
-    let o: Output = s2s()
-        .arg("translate")
-        .arg("--model")
-        .arg(model)
-        .args(args)
+    let o = translate_with(&[model], args, input);
+    assert!(o.status.success(), "{}", stderr(&o));
+    String::from_utf8(o.stdout).unwrap()
+}
+
+/// `s2s translate --model M1 --model M2 .. ARGS` with `input` on stdin.
+fn translate_with(models: &[&Path], args: &[&str], input: &str) -> Output {
+    let mut c = s2s();
+    c.arg("translate");
+    for m in models {
+        c.arg("--model").arg(m);
+    }
+    c.args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -81,9 +96,7 @@ fn translate(model: &Path, args: &[&str], input: &str) -> String {
             ch.stdin.take().unwrap().write_all(input.as_bytes())?;
             ch.wait_with_output()
         })
-        .unwrap();
-    assert!(o.status.success(), "{}", stderr(&o));
-    String::from_utf8(o.stdout).unwrap()
+        .unwrap()
 }
 
 fn json_lines(out: &str) -> Vec<serde_json::Value> {
@@ -229,4 +242,97 @@ fn control_names_are_text_and_blank_lines_translate_to_blank_lines() {
         .unwrap();
     assert_eq!(blank.len(), 2);
     assert!(blank.iter().all(|h| h.len() == 1 && h[0].tokens.is_empty()));
+}
+
+#[test]
+fn models_given_together_decode_as_an_ensemble() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = prepare(tmp.path());
+    let a = train(&data, tmp.path(), "a", &["--seed", "1"]);
+    let b = train(&data, tmp.path(), "b", &["--seed", "2"]);
+    let input = "1 2 3\n4 5\n6 7 8 9\n3 3\n";
+    let json = |models: &[&Path]| {
+        let o = translate_with(models, &["--json", "--ban-unk", "--min-len", "1"], input);
+        assert!(o.status.success(), "{}", stderr(&o));
+        json_lines(&String::from_utf8(o.stdout).unwrap())
+    };
+    let logprob = |t: &serde_json::Value| t["hyps"][0]["logprob"].as_f64().unwrap();
+
+    // A model with itself: the mean of equal probabilities, so the same output and scores.
+    let alone = json(&[&a]);
+    let twice = json(&[&a, &a]);
+    assert_eq!(alone.len(), 4);
+    for (x, y) in alone.iter().zip(&twice) {
+        assert_eq!(x["hyps"][0]["text"], y["hyps"][0]["text"]);
+        assert!((logprob(x) - logprob(y)).abs() < 1e-4, "{x} / {y}");
+    }
+
+    // Two models: at every step log((p_a + p_b) / 2) >= (log p_a + log p_b) / 2, equal only
+    // where the members agree, so the ensemble's log-probability of its own output is at least
+    // the members' mean teacher-forced one (`s2s score`), and above it somewhere.
+    let both = json(&[&a, &b]);
+    let hyps = tmp.path().join("hyps.txt");
+    let srcs = tmp.path().join("srcs.txt");
+    std::fs::write(&srcs, input).unwrap();
+    let texts: Vec<&str> = both
+        .iter()
+        .map(|t| t["hyps"][0]["text"].as_str().unwrap())
+        .collect();
+    std::fs::write(&hyps, texts.join("\n") + "\n").unwrap();
+    let scored = |m: &Path| -> Vec<f64> {
+        let o = run({
+            let mut c = s2s();
+            c.arg("score").arg("--model").arg(m).arg("--src").arg(&srcs);
+            c.arg("--ref").arg(&hyps).arg("--per-sentence");
+            c
+        });
+        assert!(o.status.success(), "{}", stderr(&o));
+        String::from_utf8(o.stdout)
+            .unwrap()
+            .lines()
+            .map(|l| l.split('\t').next().unwrap().parse().unwrap())
+            .collect()
+    };
+    let (by_a, by_b) = (scored(&a), scored(&b));
+    let mut above = 0;
+    for (i, t) in both.iter().enumerate() {
+        let mean = (by_a[i] + by_b[i]) / 2.0;
+        assert!(
+            logprob(t) >= mean - 1e-3,
+            "line {i}: {} < {mean}",
+            logprob(t)
+        );
+        above += usize::from(logprob(t) > mean + 1e-3);
+    }
+    assert!(
+        above > 0,
+        "the ensemble scores like the mean of log-probabilities"
+    );
+
+    // A member prepared otherwise is refused, named, with the fix.
+    let other = tmp.path().join("other");
+    let o = run({
+        let mut c = s2s();
+        c.arg("prepare")
+            .arg("--train-src")
+            .arg(tmp.path().join("raw/train.src"))
+            .arg("--train-tgt")
+            .arg(tmp.path().join("raw/train.tgt"))
+            .arg("--valid-src")
+            .arg(tmp.path().join("raw/valid.src"))
+            .arg("--valid-tgt")
+            .arg(tmp.path().join("raw/valid.tgt"))
+            .args(["--tokenizer", "char", "--out"])
+            .arg(&other);
+        c
+    });
+    assert!(o.status.success(), "{}", stderr(&o));
+    let c = train(&other, tmp.path(), "c", &[]);
+    let o = translate_with(&[&a, &c], &[], input);
+    assert!(!o.status.success());
+    let err = stderr(&o);
+    assert!(
+        err.contains(c.to_str().unwrap()) && err.contains("ensemble") && err.contains("fix"),
+        "{err}"
+    );
 }

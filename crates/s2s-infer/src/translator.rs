@@ -4,7 +4,8 @@
 //!
 //! ```text
 //! text -> clean (as the corpus was) -> source tokenizer -> ids
-//!      -> search over the model (s2s_models::decoder::translate_all: batches, cores, kernels)
+//!      -> search over the model, or an ensemble's models
+//!         (s2s_models::decoder::translate_ensemble: batches, cores, kernels)
 //!      -> ids -> target tokenizer -> text, tokens, scores, attention labelled with tokens
 //! ```
 //!
@@ -58,9 +59,13 @@ pub struct Attention {
     pub mean: Vec<Vec<f32>>,
 }
 
-/// A loaded model with its tokenizers, ready to translate.
+/// A loaded model with its tokenizers, ready to translate; or an ensemble of models that share
+/// them ([`Translator::ensemble`]).
 pub struct Translator {
     loaded: LoadedModel,
+    /// An ensemble's other members: their models only, since they read and write through the
+    /// first member's tokenizers ([`s2s_search::Ensemble`]).
+    others: Vec<s2s_models::Seq2SeqModel>,
     eos: String,
     /// The vocabulary's target-language tags, sorted (found once: a scan of the vocabulary).
     language_tags: Vec<String>,
@@ -97,29 +102,108 @@ impl Translator {
         language_tag_ids.sort_unstable();
         Translator {
             loaded,
+            others: Vec::new(),
             eos,
             language_tags,
             language_tag_ids,
         }
     }
 
-    /// The model, its config and tokenizers.
+    /// An ensemble of the models in `dirs` (one is that model alone): each step decodes the mean
+    /// of their probabilities. The first model's tokenizers, decoding defaults and data record
+    /// serve all of them, so every member must have been trained on data prepared the same way
+    /// (the same task, options and vocabularies), as the error for one that was not says.
+    pub fn ensemble(dirs: &[std::path::PathBuf], device: &Device) -> Result<Self, InferError> {
+        let Some((first, rest)) = dirs.split_first() else {
+            return Err(InferError::Request(
+                "an ensemble needs at least one model directory".into(),
+            ));
+        };
+        let mut translator = Self::load(first, device)?;
+        for dir in rest {
+            let member = model_dir::load(dir, device)?;
+            translator.check_member(dir, first, &member)?;
+            translator.others.push(member.model);
+        }
+        Ok(translator)
+    }
+
+    /// Whether `member` (loaded from `dir`) reads and writes what the first member (`first`)
+    /// does.
+    fn check_member(
+        &self,
+        dir: &Path,
+        first: &Path,
+        member: &LoadedModel,
+    ) -> Result<(), InferError> {
+        let l = &self.loaded;
+        let differs = if member.data.options != l.data.options || member.data.audio != l.data.audio
+        {
+            Some("its data was prepared with other options (data.toml)")
+        } else if member.src_tokenizer.vocab() != l.src_tokenizer.vocab() {
+            Some("its source vocabulary differs")
+        } else if member.tgt_tokenizer.vocab() != l.tgt_tokenizer.vocab() {
+            Some("its target vocabulary differs")
+        } else if member.model.as_labeller().is_some() != l.model.as_labeller().is_some() {
+            Some("one labels its input and the other decodes a sequence")
+        } else if member.model.copy_gate().is_some() != l.model.copy_gate().is_some() {
+            Some("one copies from its source and the other does not")
+        } else if member.model.as_labeller().map(|m| m.reads_characters())
+            != l.model.as_labeller().map(|m| m.reads_characters())
+        {
+            Some("one reads each word's spelling and the other does not")
+        } else {
+            None
+        };
+        match differs {
+            None => Ok(()),
+            Some(why) => Err(InferError::Config(format!(
+                "{} cannot join an ensemble with {}: {why}; fix: ensemble models trained on one \
+                 prepared DATA_DIR (s2s prepare)",
+                dir.display(),
+                first.display()
+            ))),
+        }
+    }
+
+    /// Every model that decodes: the first, then an ensemble's others.
+    fn models(&self) -> Vec<&s2s_models::Seq2SeqModel> {
+        std::iter::once(&self.loaded.model)
+            .chain(&self.others)
+            .collect()
+    }
+
+    /// How many models decode together (1 unless [`Translator::ensemble`]).
+    pub fn members(&self) -> usize {
+        1 + self.others.len()
+    }
+
+    /// The model, its config and tokenizers (an ensemble's first member's).
     pub fn loaded(&self) -> &LoadedModel {
         &self.loaded
     }
 
-    /// The model's preset name, or "custom" for a model configured from scratch.
+    /// The model's preset name, or "custom" for a model configured from scratch; an ensemble's
+    /// names the first member's and the number of members.
     pub fn arch_name(&self) -> String {
-        self.loaded
+        let name = self
+            .loaded
             .run
             .arch
             .clone()
-            .unwrap_or_else(|| "custom".into())
+            .unwrap_or_else(|| "custom".into());
+        match self.members() {
+            1 => name,
+            n => format!("ensemble of {n} ({name}, ...)"),
+        }
     }
 
-    /// Trainable parameters (tied or shared weights counted once).
+    /// Trainable parameters (tied or shared weights counted once), of every member together.
     pub fn parameters(&self) -> usize {
-        burn::module::Module::num_params(&self.loaded.model)
+        self.models()
+            .into_iter()
+            .map(burn::module::Module::num_params)
+            .sum()
     }
 
     /// Runs `f` (which translates with this translator, on this thread) with the model's weights
@@ -295,6 +379,13 @@ impl Translator {
                 refs.len()
             )));
         }
+        if !self.others.is_empty() {
+            return Err(InferError::Request(
+                "scoring references takes one model, not an ensemble; fix: score with each \
+                 member's MODEL_DIR"
+                    .into(),
+            ));
+        }
         let l = &self.loaded;
         if self.reads_audio() {
             let frames = self.audio_frames(sources)?;
@@ -418,8 +509,8 @@ impl Translator {
         // The same checks as a search, so that a bad configuration fails whatever the input.
         cfg.validate(l.run.tgt_vocab)?;
         skipping_blanks(sources, blank, |searched| {
-            Ok(s2s_models::decoder::translate_all(
-                &l.model,
+            Ok(s2s_models::decoder::translate_ensemble(
+                &self.models(),
                 &l.device,
                 l.run.tgt_vocab,
                 searched,
@@ -439,20 +530,30 @@ impl Translator {
         batch_size: usize,
     ) -> Vec<Vec<Hypothesis>> {
         let l = &self.loaded;
-        s2s_models::labeller::label_all(labeller, &l.device, sources, self.specials(), batch_size)
-            .into_iter()
-            .map(|labels| {
-                let token_logprobs: Vec<f32> = labels.iter().map(|&(_, p)| p.ln()).collect();
-                let logprob: f32 = token_logprobs.iter().sum();
-                vec![Hypothesis {
-                    tokens: labels.iter().map(|&(id, _)| id).collect(),
-                    score: logprob / token_logprobs.len().max(1) as f32,
-                    logprob,
-                    token_logprobs,
-                    attention: None,
-                }]
-            })
-            .collect()
+        // An ensemble's members are all labellers (Translator::check_member).
+        let members: Vec<&s2s_models::labeller::Labeller> = std::iter::once(labeller)
+            .chain(self.others.iter().filter_map(|m| m.as_labeller()))
+            .collect();
+        s2s_models::labeller::label_ensemble(
+            &members,
+            &l.device,
+            sources,
+            self.specials(),
+            batch_size,
+        )
+        .into_iter()
+        .map(|labels| {
+            let token_logprobs: Vec<f32> = labels.iter().map(|&(_, p)| p.ln()).collect();
+            let logprob: f32 = token_logprobs.iter().sum();
+            vec![Hypothesis {
+                tokens: labels.iter().map(|&(id, _)| id).collect(),
+                score: logprob / token_logprobs.len().max(1) as f32,
+                logprob,
+                token_logprobs,
+                attention: None,
+            }]
+        })
+        .collect()
     }
 
     /// Whether the model transcribes audio: its inputs are paths of WAV files.

@@ -300,19 +300,51 @@ pub fn translate_all<S: ModelSource>(
     cfg: &s2s_search::SearchConfig,
     batch_size: usize,
 ) -> Result<Vec<Vec<s2s_search::Hypothesis>>, s2s_search::SearchError> {
+    translate_ensemble(&[model], device, vocab_size, sources, cfg, batch_size)
+}
+
+/// [`translate_all`] for an ensemble ([`s2s_search::Ensemble`]): every step decodes the mean of
+/// the `models`' next-token probabilities. The models share the target vocabulary; either all of
+/// them copy from the source or none does.
+pub fn translate_ensemble<S: ModelSource>(
+    models: &[&Seq2SeqModel],
+    device: &Device,
+    vocab_size: usize,
+    sources: &[S],
+    cfg: &s2s_search::SearchConfig,
+    batch_size: usize,
+) -> Result<Vec<Vec<s2s_search::Hypothesis>>, s2s_search::SearchError> {
+    let invalid = |m: &str| Err(s2s_search::SearchError::InvalidConfig(m.into()));
+    let Some(first) = models.first() else {
+        return invalid("an ensemble needs at least one model");
+    };
+    let copies = first.copy_gate().is_some();
+    if models.iter().any(|m| m.copy_gate().is_some() != copies) {
+        return invalid(
+            "the members of an ensemble must all copy from the source or none of them: their \
+             output vocabularies differ otherwise",
+        );
+    }
     // A copy model outputs over its extended vocabulary, as wide as the largest source id needs.
-    let vocab_size = match model.copy_gate() {
-        Some(_) => crate::copy::extended_width(
+    let vocab_size = match copies {
+        true => crate::copy::extended_width(
             sources.iter().flat_map(|s| s.token_ids()).copied(),
             vocab_size,
         ),
-        None => vocab_size,
+        false => vocab_size,
     };
     if cfg.strategy == s2s_search::Strategy::Ctc {
-        return ctc_best_paths(model, device, vocab_size, sources, cfg, batch_size);
+        if models.len() > 1 {
+            return invalid("CTC decoding reads one model's CTC head: it takes no ensemble");
+        }
+        return ctc_best_paths(first, device, vocab_size, sources, cfg, batch_size);
     }
-    let decoder = Decoder::new(model, device.clone(), cfg.special, vocab_size);
-    translate_with(&decoder, sources, cfg, batch_size)
+    let decoders = models
+        .iter()
+        .map(|m| Decoder::new(m, device.clone(), cfg.special, vocab_size))
+        .collect();
+    let ensemble = s2s_search::Ensemble::new(decoders)?;
+    translate_with(&ensemble, device, sources, cfg, batch_size)
 }
 
 /// [`s2s_search::Strategy::Ctc`]: for every source, the best path of a speech model's CTC head
@@ -379,8 +411,9 @@ fn ctc_best_paths<S: ModelSource>(
     Ok(out)
 }
 
-fn translate_with<S: ModelSource>(
-    decoder: &Decoder<S>,
+fn translate_with<S: ModelSource, M: StepModel<Source = S> + Sync>(
+    model: &M,
+    device: &Device,
     sources: &[S],
     cfg: &s2s_search::SearchConfig,
     batch_size: usize,
@@ -395,7 +428,7 @@ fn translate_with<S: ModelSource>(
         for chunk in order.chunks(batch_size.max(1)) {
             for (&i, hyps) in chunk
                 .iter()
-                .zip(search_on_workers(decoder, sources, chunk, cfg)?)
+                .zip(search_on_workers(model, device, sources, chunk, cfg)?)
             {
                 out[i] = hyps;
             }
@@ -407,13 +440,14 @@ fn translate_with<S: ModelSource>(
 /// Searches the batch `sources[chunk]`, split over the CPU's cores when it is large enough
 /// ([`engine::workers`]). Sentence `chunk[j]` goes to worker `j % workers`: the chunk is sorted by
 /// length, so every worker gets long and short sentences alike. Results are in `chunk` order.
-fn search_on_workers<S: ModelSource>(
-    decoder: &Decoder<S>,
+fn search_on_workers<S: ModelSource, M: StepModel<Source = S> + Sync>(
+    model: &M,
+    device: &Device,
     sources: &[S],
     chunk: &[usize],
     cfg: &s2s_search::SearchConfig,
 ) -> Result<Vec<Vec<s2s_search::Hypothesis>>, s2s_search::SearchError> {
-    let workers = engine::workers::worker_count(&decoder.device, chunk.len());
+    let workers = engine::workers::worker_count(device, chunk.len());
     let mut parts: Vec<Vec<S>> = (0..workers)
         .map(|w| {
             let rows = chunk.iter().skip(w).step_by(workers);
@@ -422,12 +456,10 @@ fn search_on_workers<S: ModelSource>(
         .collect();
     if workers == 1 {
         let part = parts.pop().unwrap_or_default();
-        return engine::workers::run_with_helpers_awake(&decoder.device, || {
-            search(decoder, &part, cfg)
-        });
+        return engine::workers::run_with_helpers_awake(device, || search(model, &part, cfg));
     }
     let mut results = Vec::with_capacity(workers);
-    for part in engine::workers::run_each(parts, |part| search(decoder, &part, cfg)) {
+    for part in engine::workers::run_each(parts, |part| search(model, &part, cfg)) {
         results.push(part?.into_iter());
     }
     Ok((0..chunk.len())
@@ -441,10 +473,10 @@ fn search_on_workers<S: ModelSource>(
 
 /// One search, with every weight packed for the matrix kernels once ([`packed`]; the scope is per
 /// thread, so a worker opens its own).
-fn search<S: ModelSource>(
-    decoder: &Decoder<S>,
-    sources: &[S],
+fn search<M: StepModel>(
+    model: &M,
+    sources: &[M::Source],
     cfg: &s2s_search::SearchConfig,
 ) -> Result<Vec<Vec<s2s_search::Hypothesis>>, s2s_search::SearchError> {
-    packed::with_packed_weights(|| s2s_search::search(decoder, sources, cfg))
+    packed::with_packed_weights(|| s2s_search::search(model, sources, cfg))
 }

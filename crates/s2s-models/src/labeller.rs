@@ -524,17 +524,11 @@ impl Labeller {
         self.chars.is_some()
     }
 
-    /// The most likely label of every token (tagging; each row's `<eos>` is left out) or of every
-    /// row (classification), with its probability. `reserved` ids (the label vocabulary's
-    /// specials) are never chosen. Rows are `src_lens` long, `<eos>` included (a tagger's).
-    pub fn predict(
-        &self,
-        src: &PaddedSource,
-        src_lens: &[usize],
-        reserved: &[u32],
-    ) -> Vec<Vec<(u32, f32)>> {
+    /// The probability of every label at every position `[batch, positions, labels]`, with
+    /// `reserved` ids (the label vocabulary's specials) at probability 0.
+    pub fn probabilities(&self, src: &PaddedSource, reserved: &[u32]) -> Tensor<3> {
         let logits = self.logits(src);
-        let [b, n, labels] = logits.dims();
+        let [_, _, labels] = logits.dims();
         let mut bias = vec![0.0f32; labels];
         for &r in reserved {
             if let Some(x) = bias.get_mut(r as usize) {
@@ -545,31 +539,53 @@ impl Labeller {
             burn::tensor::TensorData::new(bias, [labels]),
             &logits.device(),
         );
-        let probs = softmax(logits + bias.reshape([1, 1, labels]), 2);
-        let (best, arg) = probs.max_dim_with_indices(2);
-        let best: Vec<f32> = best
-            .into_data()
-            .convert::<f32>()
-            .try_into_vec::<f32>()
-            .expect("f32");
-        let arg: Vec<i64> = arg
-            .into_data()
-            .convert::<i64>()
-            .try_into_vec::<i64>()
-            .expect("i64");
-        (0..b)
-            .map(|r| {
-                let keep = if self.cfg.head.per_token() {
-                    src_lens[r].saturating_sub(1)
-                } else {
-                    1
-                };
-                (0..keep)
-                    .map(|p| (arg[r * n + p] as u32, best[r * n + p]))
-                    .collect()
-            })
-            .collect()
+        softmax(logits + bias.reshape([1, 1, labels]), 2)
     }
+
+    /// The most likely label of every token (tagging; each row's `<eos>` is left out) or of every
+    /// row (classification), with its probability. `reserved` ids are never chosen. Rows are
+    /// `src_lens` long, `<eos>` included (a tagger's).
+    pub fn predict(
+        &self,
+        src: &PaddedSource,
+        src_lens: &[usize],
+        reserved: &[u32],
+    ) -> Vec<Vec<(u32, f32)>> {
+        most_likely(
+            self.probabilities(src, reserved),
+            src_lens,
+            self.cfg.head.per_token(),
+        )
+    }
+}
+
+/// The most likely label at each position of `probs` `[batch, positions, labels]` with its
+/// probability: the first `src_lens[r] - 1` positions of row `r` when `per_token`, else the one.
+fn most_likely(probs: Tensor<3>, src_lens: &[usize], per_token: bool) -> Vec<Vec<(u32, f32)>> {
+    let [b, n, _] = probs.dims();
+    let (best, arg) = probs.max_dim_with_indices(2);
+    let best: Vec<f32> = best
+        .into_data()
+        .convert::<f32>()
+        .try_into_vec::<f32>()
+        .expect("f32");
+    let arg: Vec<i64> = arg
+        .into_data()
+        .convert::<i64>()
+        .try_into_vec::<i64>()
+        .expect("i64");
+    (0..b)
+        .map(|r| {
+            let keep = if per_token {
+                src_lens[r].saturating_sub(1)
+            } else {
+                1
+            };
+            (0..keep)
+                .map(|p| (arg[r * n + p] as u32, best[r * n + p]))
+                .collect()
+        })
+        .collect()
 }
 
 /// Labels `sources` (token ids without `<eos>`, or an audio classifier's frames) in batches of
@@ -583,8 +599,25 @@ pub fn label_all<S: ModelSource>(
     specials: s2s_data::Specials,
     batch_size: usize,
 ) -> Vec<Vec<(u32, f32)>> {
+    label_ensemble(&[model], device, sources, specials, batch_size)
+}
+
+/// [`label_all`] for an ensemble: each label's probability is the mean of the members'
+/// (`models`, which share the label vocabulary and the shape of their head).
+pub fn label_ensemble<S: ModelSource>(
+    models: &[&Labeller],
+    device: &Device,
+    sources: &[S],
+    specials: s2s_data::Specials,
+    batch_size: usize,
+) -> Vec<Vec<(u32, f32)>> {
+    let Some(first) = models.first() else {
+        return vec![Vec::new(); sources.len()];
+    };
+    let per_token = first.cfg.head.per_token();
     let tokens = crate::decoder::special_tokens(specials);
     let SpecialTokens { pad, unk, bos, eos } = tokens;
+    let reserved = [pad, unk, bos, eos];
     let mut order: Vec<usize> = (0..sources.len()).collect();
     order.sort_by_key(|&i| std::cmp::Reverse(Source::len(&sources[i])));
     let mut out = vec![Vec::new(); sources.len()];
@@ -593,10 +626,18 @@ pub fn label_all<S: ModelSource>(
         let src = S::pad_batch(&rows, &tokens, device);
         // With `<eos>`, as the tagger's rows have it.
         let lens: Vec<usize> = rows.iter().map(|s| s.token_ids().len() + 1).collect();
-        for (&i, labels) in chunk
-            .iter()
-            .zip(model.predict(&src, &lens, &[pad, unk, bos, eos]))
-        {
+        let probs = match models {
+            [one] => one.probabilities(&src, &reserved),
+            _ => {
+                let sum = models
+                    .iter()
+                    .map(|m| m.probabilities(&src, &reserved))
+                    .reduce(|a, b| a + b)
+                    .expect("at least one member");
+                sum / models.len() as f32
+            }
+        };
+        for (&i, labels) in chunk.iter().zip(most_likely(probs, &lens, per_token)) {
             out[i] = labels;
         }
     }

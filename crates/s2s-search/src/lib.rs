@@ -4,7 +4,8 @@
 //! beams) of a batch go through one [`StepModel::step`] call per time step. Every row starts with
 //! `special.bos` as its first `last_tokens` entry and stops at `special.eos`; sentences that
 //! finish drop out of the batch through [`StepModel::reorder`], so the model only computes live
-//! rows. The one entry point is [`search`].
+//! rows. The one entry point is [`search`]. Several models decode as one through [`Ensemble`],
+//! itself a [`StepModel`].
 //!
 //! # Lengths and length normalisation
 //!
@@ -112,6 +113,7 @@ mod beam;
 mod common;
 mod config;
 mod driver;
+mod ensemble;
 mod exhaustive;
 mod greedy;
 mod sample;
@@ -121,6 +123,7 @@ mod tests;
 pub use config::{
     Hypothesis, Interrupt, LenRatio, LengthPenalty, SearchConfig, SearchError, Strategy,
 };
+pub use ensemble::Ensemble;
 pub use sample::sample_seed;
 pub use step::{Source, SpecialTokens, StepModel, StepOutput};
 

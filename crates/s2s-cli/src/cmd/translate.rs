@@ -124,9 +124,11 @@ impl SearchArgs {
 /// Translate one sentence per line, from stdin by default.
 #[derive(clap::Args)]
 pub struct TranslateArgs {
-    /// MODEL_DIR written by `s2s train`.
-    #[arg(long)]
-    pub model: PathBuf,
+    /// MODEL_DIR written by `s2s train`. Given more than once, the models decode as an ensemble
+    /// (the mean of their probabilities at every step); they must have been trained on one
+    /// prepared DATA_DIR, and the first one's tokenizers and `decoding.toml` serve them all.
+    #[arg(long, required = true)]
+    pub model: Vec<PathBuf>,
     /// Input file (default: stdin).
     #[arg(long)]
     pub input: Option<PathBuf>,
@@ -156,7 +158,7 @@ pub struct TranslateArgs {
 
 pub fn run(args: TranslateArgs) -> Result<()> {
     let device = s2s_models::backend::parse_device(&args.device).map_err(anyhow::Error::msg)?;
-    let translator = Translator::load(&args.model, &device)?;
+    let translator = Translator::ensemble(&args.model, &device)?;
     let mut cfg = args
         .search
         .to_config(translator.decoding(), translator.specials())?;
