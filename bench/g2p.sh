@@ -15,6 +15,8 @@ usage: bench/g2p.sh [options]
   --out DIR       output folder (default: runs/g2p)
   --minutes M     training budget in minutes (default: the config's, 60)
   --config FILE   (default: configs/g2p/transformer.toml)
+  --average N     also keep the last N checkpoints (train --keep-last N), average them with
+                  `s2s average` and score that model too, as rows 'SEARCH, average of N'
   -h, --help      this text
 USAGE
 }
@@ -25,6 +27,7 @@ data="$here/../../shared/data/cmudict"
 out="runs/g2p"
 minutes=""
 config="$here/../configs/g2p/transformer.toml"
+average=""
 while [[ $# -gt 0 ]]; do
     case "$1" in
         --s2s) s2s="$2"; shift 2 ;;
@@ -32,10 +35,16 @@ while [[ $# -gt 0 ]]; do
         --out) out="$2"; shift 2 ;;
         --minutes) minutes="$2"; shift 2 ;;
         --config) config="$2"; shift 2 ;;
+        --average) average="$2"; shift 2 ;;
         -h|--help) usage; exit 0 ;;
         *) echo "g2p.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
     esac
 done
+
+if [[ -n "$average" && ! "$average" =~ ^[1-9][0-9]*$ ]]; then
+    echo "g2p.sh: --average wants a positive number of checkpoints, got '$average'" >&2
+    exit 2
+fi
 
 mkdir -p "$out/logs" "$out/hyp"
 "$s2s" data g2p --dict "$data/cmudict.dict" --train-words "$data/split.train_words" \
@@ -46,9 +55,20 @@ mkdir -p "$out/logs" "$out/hyp"
     --out "$out/data" --force 2> "$out/logs/prepare.txt"
 train_args=(--config "$config" --data "$out/data" --out "$out/model" --force)
 [[ -n "$minutes" ]] && train_args+=(--max-minutes "$minutes")
+[[ -n "$average" ]] && train_args+=(--keep-last "$average")
 start=$(date +%s)
 "$s2s" train "${train_args[@]}" 2> "$out/logs/train.txt"
 trained_s=$(( $(date +%s) - start ))
+models=("$out/model")
+names=("")
+if [[ -n "$average" ]]; then
+    # A short run may have kept fewer checkpoints than asked for: average what is there.
+    kept=$(( 1 + $(find "$out/model/checkpoints" -mindepth 1 -maxdepth 1 -name 'step-*' 2>/dev/null | wc -l) ))
+    n=$(( kept < average ? kept : average ))
+    "$s2s" average --model "$out/model" --last "$n" --out "$out/model+avg" --force >&2
+    models+=("$out/model+avg")
+    names+=(", average of $n")
+fi
 
 refs=()
 for f in "$out/text"/test.tgt "$out/text"/test.tgt.*; do refs+=(--ref "$f"); done
@@ -59,15 +79,18 @@ for f in "$out/text"/test.tgt "$out/text"/test.tgt.*; do refs+=(--ref "$f"); don
     echo
     echo "| search | SER % (word error rate) | PER % | decode s |"
     echo "|---|---:|---:|---:|"
+    for i in "${!models[@]}"; do
     for search in greedy beam; do
+        hyp="$out/hyp/$search${names[$i]:+-avg}.txt"
         t0=$(date +%s%N)
-        "$s2s" translate --model "$out/model" --search "$search" --batch-size 64 \
-            --input "$out/text/test.src" --output "$out/hyp/$search.txt"
+        "$s2s" translate --model "${models[$i]}" --search "$search" --batch-size 64 \
+            --input "$out/text/test.src" --output "$hyp"
         t1=$(date +%s%N)
-        json=$("$s2s" eval --hyp "$out/hyp/$search.txt" "${refs[@]}" --metrics ser,per --json)
+        json=$("$s2s" eval --hyp "$hyp" "${refs[@]}" --metrics ser,per --json)
         ser=$(echo "$json" | python3 -c 'import json,sys; print(json.load(sys.stdin)["ser"]["score"])')
         per=$(echo "$json" | python3 -c 'import json,sys; print(json.load(sys.stdin)["per"]["score"])')
         ds=$(( (t1 - t0) / 100000000 ))  # tenths of a second
-        printf '| %s | %s | %s | %d.%d |\n' "$search" "$ser" "$per" $((ds / 10)) $((ds % 10))
+        printf '| %s%s | %s | %s | %d.%d |\n' "$search" "${names[$i]}" "$ser" "$per" $((ds / 10)) $((ds % 10))
+    done
     done
 } | tee "$out/results.md"

@@ -6,7 +6,9 @@
 # validation split: every 10th training question is held out as one. Words seen once in training
 # are left out of the vocabulary (--min-freq 2) and train the tokens of their shapes instead
 # (unknown-word signatures: the default for tagging; the classification files are tokenized
-# already, so their text is read with the split tokenizer to have them too). Writes OUT/results.md.
+# already, so their text is read with the split tokenizer to have them too). With --ensemble N,
+# N models (seeds 1..N) share the recipe's budget, a 1/N share each, and label as an ensemble.
+# Writes OUT/results.md.
 set -euo pipefail
 
 usage() {
@@ -18,6 +20,8 @@ usage: bench/labelling.sh [options]
   --out DIR       output folder (default: runs/labelling)
   --tasks LIST    comma-separated, of upos,sst2,trec (default: all three)
   --minutes M     override every recipe's training budget
+  --ensemble N    train N models (seeds 1..N), each for 1/N of the budget, and label the test
+                  split with all of them (s2s translate --model .. --model ..)
   -h, --help      this text
 USAGE
 }
@@ -28,6 +32,7 @@ data="$here/../../shared/data"
 out="runs/labelling"
 tasks="upos,sst2,trec"
 minutes=""
+ensemble=1
 while [[ $# -gt 0 ]]; do
     case "$1" in
         --s2s) s2s="$2"; shift 2 ;;
@@ -35,10 +40,16 @@ while [[ $# -gt 0 ]]; do
         --out) out="$2"; shift 2 ;;
         --tasks) tasks="$2"; shift 2 ;;
         --minutes) minutes="$2"; shift 2 ;;
+        --ensemble) ensemble="$2"; shift 2 ;;
         -h|--help) usage; exit 0 ;;
         *) echo "labelling.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
     esac
 done
+
+if [[ ! "$ensemble" =~ ^[1-9][0-9]*$ ]]; then
+    echo "labelling.sh: --ensemble wants a positive number of models, got '$ensemble'" >&2
+    exit 2
+fi
 
 # prepare NAME TASK FORMAT TRAIN VALID TEST [OPTIONS...]
 prepare() {
@@ -47,25 +58,40 @@ prepare() {
         > "$out/$1/prepare.txt" 2>&1
 }
 
-# run NAME CONFIG: train, label the test split, print the results row
+# run NAME CONFIG: train (one model, or --ensemble N), label the test split, print the results row
 run() {
-    local dir="$out/$1" args=(--config "$2" --data "$out/$1/data" --out "$out/$1/model" --force)
-    [[ -n "$minutes" ]] && args+=(--max-minutes "$minutes")
+    local dir="$out/$1" config="$2" models=() i
+    local budget="${minutes:-$(sed -n 's/^max_minutes *= *//p' "$config")}"
     local start=$(date +%s)
-    "$s2s" train "${args[@]}" > "$dir/train.txt" 2>&1
+    for i in $(seq 1 "$ensemble"); do
+        local m="$dir/model" log="$dir/train.txt"
+        local args=(--config "$config" --data "$dir/data" --force)
+        if (( ensemble > 1 )); then
+            m="$dir/model-$i" log="$dir/train-$i.txt"
+            args+=(--seed "$i" --max-minutes "$(python3 -c "print($budget / $ensemble)")")
+        elif [[ -n "$minutes" ]]; then
+            args+=(--max-minutes "$minutes")
+        fi
+        "$s2s" train "${args[@]}" --out "$m" > "$log" 2>&1
+        models+=(--model "$m")
+    done
     local trained_s=$(( $(date +%s) - start ))
-    "$s2s" translate --model "$dir/model" --batch-size 64 \
+    "$s2s" translate "${models[@]}" --batch-size 64 \
         --input "$dir/data/test.src" --output "$dir/test.hyp"
     "$s2s" eval --hyp "$dir/test.hyp" --ref "$dir/data/test.tgt" --metrics accuracy,f1 --json \
         > "$dir/eval.json"
-    python3 - "$1" "$dir" "$trained_s" <<'PY'
+    python3 - "$1" "$dir" "$trained_s" "${models[@]}" <<'PY'
 import json, sys
-name, d, secs = sys.argv[1], sys.argv[2], int(sys.argv[3])
+name, d, secs, models = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[5::2]
 ev = json.load(open(f"{d}/eval.json"))
-rows = [json.loads(l) for l in open(f"{d}/model/metrics.jsonl") if l.strip()]
-best = max(r["valid_accuracy"] for r in rows if r.get("valid_accuracy") is not None)
-print(f"| {name} | {ev['accuracy']['score']:.2f} | {ev['f1']['score']:.2f} | {best:.2f} "
-      f"| {rows[-1]['step']} | {secs / 60:.1f} |")
+best, steps = [], []
+for m in models:
+    rows = [json.loads(l) for l in open(f"{m}/metrics.jsonl") if l.strip()]
+    best.append(max(r["valid_accuracy"] for r in rows if r.get("valid_accuracy") is not None))
+    steps.append(rows[-1]["step"])
+label = name if len(models) == 1 else f"{name}, ensemble of {len(models)}"
+print(f"| {label} | {ev['accuracy']['score']:.2f} | {ev['f1']['score']:.2f} "
+      f"| {' / '.join(f'{b:.2f}' for b in best)} | {' / '.join(map(str, steps))} | {secs / 60:.1f} |")
 PY
 }
 
