@@ -626,16 +626,14 @@ pub fn label_ensemble<S: ModelSource>(
         let src = S::pad_batch(&rows, &tokens, device);
         // With `<eos>`, as the tagger's rows have it.
         let lens: Vec<usize> = rows.iter().map(|s| s.token_ids().len() + 1).collect();
-        let probs = match models {
-            [one] => one.probabilities(&src, &reserved),
-            _ => {
-                let sum = models
-                    .iter()
-                    .map(|m| m.probabilities(&src, &reserved))
-                    .reduce(|a, b| a + b)
-                    .expect("at least one member");
-                sum / models.len() as f32
-            }
+        let sum = models
+            .iter()
+            .map(|m| m.probabilities(&src, &reserved))
+            .reduce(|a, b| a + b)
+            .expect("at least one member");
+        let probs = match models.len() {
+            1 => sum,
+            n => sum / n as f32,
         };
         for (&i, labels) in chunk.iter().zip(most_likely(probs, &lens, per_token)) {
             out[i] = labels;

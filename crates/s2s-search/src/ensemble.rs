@@ -34,10 +34,6 @@ impl<M: StepModel> Ensemble<M> {
         }
         Ok(Self { members })
     }
-
-    pub fn members(&self) -> &[M] {
-        &self.members
-    }
 }
 
 impl<M: StepModel> StepModel for Ensemble<M> {
@@ -54,6 +50,10 @@ impl<M: StepModel> StepModel for Ensemble<M> {
     }
 
     fn step(&self, state: &mut Vec<M::State>, last_tokens: &[u32]) -> StepOutput {
+        // One member (every single-model decode): its output as it is, nothing copied.
+        if let ([member], [s]) = (self.members.as_slice(), state.as_mut_slice()) {
+            return member.step(s, last_tokens);
+        }
         let outputs: Vec<StepOutput> = self
             .members
             .iter()
@@ -73,9 +73,6 @@ impl<M: StepModel> StepModel for Ensemble<M> {
 /// The members' mean distribution, `log(mean_i exp(lp_i))` entry by entry, and their mean
 /// attention (none unless every member gives one).
 fn mean_output(outputs: Vec<StepOutput>) -> StepOutput {
-    if outputs.len() == 1 {
-        return outputs.into_iter().next().expect("one output");
-    }
     let n = outputs.len();
     let width = outputs[0].log_probs.len();
     assert!(
