@@ -507,6 +507,64 @@ fn a_served_character_aware_tagger_labels_as_the_translator() {
     }
 }
 
+/// Two models served together decode every request as the ensemble `s2s translate` makes of
+/// them: the same text and scores as the translator's, which differ from the first model's.
+#[test]
+fn an_ensemble_serves_what_the_translator_decodes() {
+    let first = model_dir();
+    let root = first.parent().unwrap();
+    let dir = tempfile::tempdir_in(root).unwrap();
+    let name = dir.path().file_name().unwrap().to_str().unwrap();
+    let second = train_reversal_member(root, &format!("{name}/member"), Some(2), 120);
+    let mut cfg = config();
+    cfg.ensemble = vec![second.clone()];
+    let server = start(cfg);
+    let addr = server.addr();
+    let health = get(addr, "/health").json();
+    assert!(
+        health["model"]["arch"]
+            .as_str()
+            .unwrap()
+            .starts_with("ensemble of 2"),
+        "{health}"
+    );
+    let texts: Vec<String> = reversal_pairs(12, 2, 6, 9)
+        .into_iter()
+        .map(|p| p.0)
+        .collect();
+    let o = SearchOptions {
+        beam: 3,
+        ..SearchOptions::default()
+    };
+    let bodies = texts
+        .iter()
+        .map(|t| json!({"text": t, "beam": o.beam, "alpha": o.alpha, "nbest": o.nbest}));
+    let resps = translate_at_once(addr, bodies.collect());
+    server.shutdown().unwrap();
+
+    let device = burn::tensor::Device::flex();
+    let both = s2s_infer::Translator::ensemble(&[first.to_owned(), second], &device).unwrap();
+    let alone = s2s_infer::Translator::load(first, &device).unwrap();
+    let search = o.to_config(both.specials());
+    let (want, solo) = (
+        both.translate(&texts, &search, 64).unwrap(),
+        alone.translate(&texts, &search, 64).unwrap(),
+    );
+    let mut apart = 0;
+    for (((text, r), want), solo) in texts.iter().zip(&resps).zip(&want).zip(&solo) {
+        assert_eq!(r.status, 200, "{}", r.body);
+        let h = &r.json()["translations"][0]["hyps"][0];
+        assert_eq!(h["text"], want.hyps[0].text.as_str(), "{text}");
+        let score = h["score"].as_f64().unwrap() as f32;
+        assert!((score - want.hyps[0].score).abs() < 1e-4, "{text}");
+        apart += usize::from((solo.hyps[0].score - want.hyps[0].score).abs() > 1e-4);
+    }
+    assert!(
+        apart > 0,
+        "the served ensemble decodes like its first model"
+    );
+}
+
 /// Shutdown lets an in-flight request finish, then stops accepting connections.
 #[test]
 fn graceful_shutdown_finishes_in_flight_requests() {

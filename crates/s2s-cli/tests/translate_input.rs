@@ -279,10 +279,14 @@ fn models_given_together_decode_as_an_ensemble() {
         .map(|t| t["hyps"][0]["text"].as_str().unwrap())
         .collect();
     std::fs::write(&hyps, texts.join("\n") + "\n").unwrap();
-    let scored = |m: &Path| -> Vec<f64> {
+    let scored = |models: &[&Path]| -> Vec<f64> {
         let o = run({
             let mut c = s2s();
-            c.arg("score").arg("--model").arg(m).arg("--src").arg(&srcs);
+            c.arg("score");
+            for m in models {
+                c.arg("--model").arg(m);
+            }
+            c.arg("--src").arg(&srcs);
             c.arg("--ref").arg(&hyps).arg("--per-sentence");
             c
         });
@@ -293,9 +297,17 @@ fn models_given_together_decode_as_an_ensemble() {
             .map(|l| l.split('\t').next().unwrap().parse().unwrap())
             .collect()
     };
-    let (by_a, by_b) = (scored(&a), scored(&b));
+    let (by_a, by_b) = (scored(&[&a]), scored(&[&b]));
+    // `s2s score` of the pair scores what the pair decoded, token by token.
+    let by_both = scored(&[&a, &b]);
     let mut above = 0;
     for (i, t) in both.iter().enumerate() {
+        assert!(
+            (logprob(t) - by_both[i]).abs() < 1e-3,
+            "line {i}: decoded {} but scored {}",
+            logprob(t),
+            by_both[i]
+        );
         let mean = (by_a[i] + by_b[i]) / 2.0;
         assert!(
             logprob(t) >= mean - 1e-3,

@@ -362,7 +362,8 @@ impl Translator {
     }
 
     /// The teacher-forced log-probability of each reference given its source (a speech model's:
-    /// a WAV path; see [`s2s_models::scoring`]), `batch_size` pairs at a time: perplexity is
+    /// a WAV path; see [`s2s_models::scoring`]), under an ensemble the log of its members' mean
+    /// probability token by token, `batch_size` pairs at a time: perplexity is
     /// `exp(-sum(logprob) / sum(tokens))`. A labeller's references are its labels: as many tags as
     /// source tokens for a tagger, one label for a classifier; an error names the first pair
     /// (1-based) that has another shape.
@@ -379,20 +380,14 @@ impl Translator {
                 refs.len()
             )));
         }
-        if !self.others.is_empty() {
-            return Err(InferError::Request(
-                "scoring references takes one model, not an ensemble; fix: score with each \
-                 member's MODEL_DIR"
-                    .into(),
-            ));
-        }
         let l = &self.loaded;
+        let models = self.models();
         if self.reads_audio() {
             let frames = self.audio_frames(sources)?;
             let targets: Vec<Vec<u32>> = refs.iter().map(|r| self.encode_target(r, &[])).collect();
             self.check_label_shapes(&frames, &targets)?;
-            return Ok(s2s_models::scoring::score_all(
-                &l.model,
+            return Ok(s2s_models::scoring::score_ensemble(
+                &models,
                 &l.device,
                 &frames,
                 &targets,
@@ -409,8 +404,8 @@ impl Translator {
             })
             .unzip();
         self.check_label_shapes(&encoded, &targets)?;
-        Ok(s2s_models::scoring::score_all(
-            &l.model,
+        Ok(s2s_models::scoring::score_ensemble(
+            &models,
             &l.device,
             &encoded,
             &targets,

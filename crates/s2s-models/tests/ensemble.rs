@@ -1,12 +1,14 @@
 //! Ensembles of real models: every step of a search over several models scores the mean of their
-//! teacher-forced probabilities, for each kind of model that decodes, and a labeller ensemble
-//! labels by the mean of its members' label probabilities.
+//! teacher-forced probabilities, for each kind of model that decodes, scoring under the ensemble
+//! agrees with its search, and a labeller ensemble labels by the mean of its members' label
+//! probabilities.
 
 mod common;
 
 use common::{EOS, SPECIAL, VOCAB, device, seeded, teacher_log_probs, tokens};
 use s2s_models::decoder::{TextSource, translate_all, translate_ensemble};
 use s2s_models::labeller::{Labeller, label_all, label_ensemble};
+use s2s_models::scoring::score_ensemble;
 use s2s_models::{PaddedSource, Seq2SeqModel};
 use s2s_search::{SearchConfig, Strategy};
 
@@ -83,6 +85,45 @@ fn each_step_scores_the_members_mean_probability() {
                 }
             }
         }
+    }
+}
+
+/// Teacher-forced scoring of an ensemble (`s2s score --model A --model B`) gives its own
+/// hypotheses the log-probability it decoded them with, and not its first member's.
+#[test]
+fn scoring_under_an_ensemble_gives_what_it_decoded() {
+    for preset in ["rnnsearch-tiny", "transformer-tiny", "convs2s-tiny"] {
+        let cfg = s2s_models::preset(preset).unwrap();
+        let members: Vec<Seq2SeqModel> = (0..2)
+            .map(|s| seeded(&cfg, VOCAB, 80 + s, &device()))
+            .collect();
+        let refs: Vec<&Seq2SeqModel> = members.iter().collect();
+        let cfg = search(Strategy::Greedy, 1);
+        let out = translate_ensemble(&refs, &device(), VOCAB, &sources(), &cfg, 2).unwrap();
+        let hyps: Vec<Vec<u32>> = out.iter().map(|h| h[0].tokens.clone()).collect();
+        let specials = s2s_data::Specials::S2S;
+        let scored = score_ensemble(&refs, &device(), &sources(), &hyps, specials, 2);
+        let first = score_ensemble(&refs[..1], &device(), &sources(), &hyps, specials, 2);
+        let mut apart = 0;
+        for ((h, s), f) in out.iter().zip(&scored).zip(&first) {
+            let decoded: f64 = h[0].token_logprobs.iter().map(|&p| f64::from(p)).sum();
+            assert_eq!(
+                s.tokens,
+                h[0].tokens.len() + 1,
+                "{preset}: tokens and <eos>"
+            );
+            assert!(
+                (s.logprob - decoded).abs() < 1e-3,
+                "{preset}: {:?} decoded at {decoded}, scored {}",
+                h[0].tokens,
+                s.logprob
+            );
+            apart += usize::from((f.logprob - s.logprob).abs() > 1e-3);
+        }
+        assert!(
+            apart > 0,
+            "{preset}: the ensemble scores like its first member"
+        );
     }
 }
 

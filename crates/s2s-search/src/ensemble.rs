@@ -70,8 +70,22 @@ impl<M: StepModel> StepModel for Ensemble<M> {
     }
 }
 
-/// The members' mean distribution, `log(mean_i exp(lp_i))` entry by entry, and their mean
-/// attention (none unless every member gives one).
+/// `log(mean_i exp(x_i))` of the `n` values `value(0..n)`: the log of the mean of `n` members'
+/// probabilities given as log-probabilities, shifted by their maximum so that nothing under- or
+/// overflows. `-inf` when every value is (a token no member allows); one value comes back as it
+/// is. Teacher-forced scoring of an ensemble (`s2s score`) combines its members' token
+/// log-probabilities with this too, so that it scores what the ensemble decodes.
+pub fn log_mean_exp(n: usize, value: impl Fn(usize) -> f32) -> f32 {
+    let max = (0..n).map(&value).fold(f32::NEG_INFINITY, f32::max);
+    if max == f32::NEG_INFINITY {
+        return max;
+    }
+    let sum: f32 = (0..n).map(|i| (value(i) - max).exp()).sum();
+    max + sum.ln() - (n as f32).ln()
+}
+
+/// The members' mean distribution, [`log_mean_exp`] entry by entry, and their mean attention
+/// (none unless every member gives one).
 fn mean_output(outputs: Vec<StepOutput>) -> StepOutput {
     let n = outputs.len();
     let width = outputs[0].log_probs.len();
@@ -79,19 +93,8 @@ fn mean_output(outputs: Vec<StepOutput>) -> StepOutput {
         outputs.iter().all(|o| o.log_probs.len() == width),
         "ensemble members returned log-probs of different sizes"
     );
-    let log_n = (n as f32).ln();
     let log_probs = (0..width)
-        .map(|j| {
-            let max = outputs
-                .iter()
-                .map(|o| o.log_probs[j])
-                .fold(f32::NEG_INFINITY, f32::max);
-            if max == f32::NEG_INFINITY {
-                return max;
-            }
-            let sum: f32 = outputs.iter().map(|o| (o.log_probs[j] - max).exp()).sum();
-            max + sum.ln() - log_n
-        })
+        .map(|j| log_mean_exp(n, |i| outputs[i].log_probs[j]))
         .collect();
     let attention = outputs
         .iter()
@@ -137,5 +140,18 @@ mod tests {
         // One member without attention: the ensemble shows none rather than a partial mean.
         let partial = mean_output(vec![output(&[1.0], Some(vec![1.0])), output(&[1.0], None)]);
         assert_eq!(partial.attention, None);
+    }
+
+    #[test]
+    fn log_mean_exp_is_exact_for_one_value_and_stable_far_from_zero() {
+        for x in [0.0f32, -3.25, -1.0e4, f32::NEG_INFINITY] {
+            assert_eq!(log_mean_exp(1, |_| x).to_bits(), x.to_bits());
+        }
+        // exp(-1e4) underflows to 0 in f32: without the shift the log would be -inf.
+        let far = [-1.0e4f32, -1.0e4 - 2.0f32.ln()];
+        let want = -1.0e4 + (0.75f64).ln();
+        assert!((f64::from(log_mean_exp(2, |i| far[i])) - want).abs() < 1e-2);
+        let half = [0.0f32, f32::NEG_INFINITY];
+        assert!((log_mean_exp(2, |i| half[i]) - 0.5f32.ln()).abs() < 1e-6);
     }
 }

@@ -123,7 +123,7 @@ mod tests;
 pub use config::{
     Hypothesis, Interrupt, LenRatio, LengthPenalty, SearchConfig, SearchError, Strategy,
 };
-pub use ensemble::Ensemble;
+pub use ensemble::{Ensemble, log_mean_exp};
 pub use sample::sample_seed;
 pub use step::{Source, SpecialTokens, StepModel, StepOutput};
 

@@ -27,7 +27,7 @@ use s2s_search::{Hypothesis, SearchConfig, SearchError};
 use serde::Serialize;
 use std::collections::VecDeque;
 use std::future::Future;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TrySendError};
@@ -77,6 +77,7 @@ impl Default for EngineConfig {
 /// What `GET /health` says about the model.
 #[derive(Clone, Debug, Serialize, serde::Deserialize, PartialEq)]
 pub struct ModelInfo {
+    /// The MODEL_DIR; an ensemble's, joined by ` + `.
     pub dir: String,
     pub arch: String,
     pub src_vocab: usize,
@@ -251,15 +252,16 @@ impl WorkerHandle {
 }
 
 impl Engine {
-    /// Loads the model in `model_dir` on a new worker thread and starts it.
+    /// Loads the model in each of `model_dirs` (more than one decode as an ensemble) on a new
+    /// worker thread and starts it.
     pub fn start(
-        model_dir: &Path,
+        model_dirs: &[PathBuf],
         device: &str,
         cfg: EngineConfig,
     ) -> anyhow::Result<(Engine, WorkerHandle)> {
         let (tx, rx) = mpsc::sync_channel::<Message>(cfg.queue.max(1));
         let (ready_tx, ready_rx) = mpsc::channel::<anyhow::Result<ModelInfo>>();
-        let dir: PathBuf = model_dir.to_owned();
+        let dirs = model_dirs.to_vec();
         let device_name = device.to_owned();
         let stats = Arc::new(Stats::default());
         let worker_stats = stats.clone();
@@ -274,7 +276,7 @@ impl Engine {
                 let _guard = guard;
                 let translator = s2s_models::backend::parse_device(&device_name)
                     .map_err(anyhow::Error::msg)
-                    .and_then(|d| Ok(Translator::load(&dir, &d)?));
+                    .and_then(|d| Ok(Translator::ensemble(&dirs, &d)?));
                 let translator = match translator {
                     Ok(t) => t,
                     Err(e) => {
@@ -284,7 +286,11 @@ impl Engine {
                 };
                 let run = &translator.loaded().run;
                 let info = ModelInfo {
-                    dir: dir.display().to_string(),
+                    dir: dirs
+                        .iter()
+                        .map(|d| d.display().to_string())
+                        .collect::<Vec<_>>()
+                        .join(" + "),
                     arch: translator.arch_name(),
                     src_vocab: run.src_vocab,
                     tgt_vocab: run.tgt_vocab,

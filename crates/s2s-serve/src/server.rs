@@ -20,6 +20,9 @@ use std::time::{Duration, Instant};
 #[derive(Clone, Debug)]
 pub struct ServeConfig {
     pub model_dir: PathBuf,
+    /// More MODEL_DIRs that decode together with `model_dir` as an ensemble (the mean of their
+    /// probabilities; `model_dir`'s tokenizers and decoding defaults serve all); empty for one.
+    pub ensemble: Vec<PathBuf>,
     pub device: String,
     pub addr: SocketAddr,
     pub limits: Limits,
@@ -134,6 +137,7 @@ impl ServeConfig {
     pub fn new(model_dir: impl Into<PathBuf>) -> Self {
         ServeConfig {
             model_dir: model_dir.into(),
+            ensemble: Vec::new(),
             device: "cpu".into(),
             addr: SocketAddr::from(([127, 0, 0, 1], 8080)),
             limits: Limits::default(),
@@ -145,6 +149,13 @@ impl ServeConfig {
             token: None,
             exit_when_worker_dies: true,
         }
+    }
+
+    /// Every model that decodes: `model_dir`, then the ensemble's others.
+    pub fn model_dirs(&self) -> Vec<PathBuf> {
+        std::iter::once(self.model_dir.clone())
+            .chain(self.ensemble.iter().cloned())
+            .collect()
     }
 
     /// The worker's configuration, with the token limit of `limits`.
@@ -606,7 +617,7 @@ fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
 
 /// `s2s serve`: loads the model, listens on `cfg.addr` and serves until SIGINT/SIGTERM.
 pub fn run(cfg: ServeConfig) -> anyhow::Result<()> {
-    let (engine, worker) = Engine::start(&cfg.model_dir, &cfg.device, cfg.engine_config())?;
+    let (engine, worker) = Engine::start(&cfg.model_dirs(), &cfg.device, cfg.engine_config())?;
     let rt = runtime()?;
     rt.block_on(async {
         let listener = tokio::net::TcpListener::bind(cfg.addr)
@@ -655,7 +666,7 @@ pub struct Server {
 impl Server {
     /// Loads the model, binds `cfg.addr` (port 0 picks a free one) and serves in the background.
     pub fn start(cfg: ServeConfig) -> anyhow::Result<Server> {
-        let (engine, worker) = Engine::start(&cfg.model_dir, &cfg.device, cfg.engine_config())?;
+        let (engine, worker) = Engine::start(&cfg.model_dirs(), &cfg.device, cfg.engine_config())?;
         let rt = runtime()?;
         let listener = rt.block_on(tokio::net::TcpListener::bind(cfg.addr))?;
         let addr = listener.local_addr()?;

@@ -20,11 +20,14 @@ Examples:
   # the test perplexity of a generation model (TREC questions from their type)
   s2s score --model runs/trec-gen --src data/trec-gen/test.src --ref data/trec-gen/test.tgt
   # one log-probability per pair, for reranking
-  s2s score --model runs/cmn-eng --src test.en --ref test.zh --per-sentence")]
+  s2s score --model runs/cmn-eng --src test.en --ref test.zh --per-sentence
+  # an ensemble's perplexity (what `s2s translate --model A --model B` decodes)
+  s2s score --model runs/a --model runs/b --src test.en --ref test.zh")]
 pub struct ScoreArgs {
-    /// MODEL_DIR written by `s2s train`.
-    #[arg(long)]
-    pub model: PathBuf,
+    /// MODEL_DIR written by `s2s train`. Given more than once, the models score as the ensemble
+    /// `s2s translate` decodes with them: each token's probability is the mean of theirs.
+    #[arg(long, required = true)]
+    pub model: Vec<PathBuf>,
     /// Sources, one per line.
     #[arg(long, value_name = "FILE")]
     pub src: PathBuf,
@@ -63,7 +66,7 @@ pub fn run(args: ScoreArgs) -> Result<()> {
         );
     }
     let device = s2s_models::backend::parse_device(&args.device).map_err(anyhow::Error::msg)?;
-    let translator = Translator::load(&args.model, &device)?;
+    let translator = Translator::ensemble(&args.model, &device)?;
     let scores = translator
         .score(&sources, &refs, args.batch_size)
         .with_context(|| format!("{} and {}", args.src.display(), args.refs.display()))?;

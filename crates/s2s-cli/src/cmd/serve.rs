@@ -13,9 +13,11 @@ use std::time::Duration;
 /// most --shutdown-timeout-ms; a second Ctrl-C stops at once.
 #[derive(clap::Args)]
 pub struct ServeArgs {
-    /// MODEL_DIR written by `s2s train`.
-    #[arg(long)]
-    pub model: PathBuf,
+    /// MODEL_DIR written by `s2s train`. Given more than once, the models decode every request
+    /// as an ensemble (as `s2s translate --model A --model B` does); the first one's tokenizers
+    /// and `decoding.toml` serve them all.
+    #[arg(long, required = true)]
+    pub model: Vec<PathBuf>,
     /// Address to listen on.
     #[arg(long, default_value = "127.0.0.1:8080")]
     pub addr: SocketAddr,
@@ -115,8 +117,10 @@ fn read_token(path: &std::path::Path) -> Result<String> {
 
 pub fn run(args: ServeArgs) -> Result<()> {
     let token = args.token_file.as_deref().map(read_token).transpose()?;
+    let mut models = args.model.into_iter();
     s2s_serve::run(ServeConfig {
-        model_dir: args.model,
+        model_dir: models.next().expect("clap requires --model"),
+        ensemble: models.collect(),
         device: args.device,
         addr: args.addr,
         limits: Limits {

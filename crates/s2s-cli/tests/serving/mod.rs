@@ -62,13 +62,22 @@ pub fn train_reversal_model(root: &Path) -> PathBuf {
     cfg.tgt_tokenizer = Some(TokenizerKind::Word);
     cfg.joint = true;
     s2s_data::prepare(&cfg, &|_: &str| {}).unwrap();
-    let data = s2s_data::load_data_dir(&data_dir).unwrap();
+    train_reversal_member(root, "model", None, 300)
+}
 
-    let text = "arch = \"rnnsearch-tiny\"\n[train]\nmax_steps = 300\nmax_tokens = 1200\n\
-                max_sentences = 100\nlr = 5e-3\nwarmup_steps = 50\nlabel_smoothing = 0.0\n\
-                valid_every = 60\npatience = 0\n";
+/// `rnnsearch-tiny` trained on the reversal corpus in `root/data` ([`train_reversal_model`]
+/// prepares it) for `steps` steps into `root/name`, from `seed` (else the default seed): another
+/// model of the same data, as an ensemble's members are.
+pub fn train_reversal_member(root: &Path, name: &str, seed: Option<u64>, steps: usize) -> PathBuf {
+    let data = s2s_data::load_data_dir(root.join("data")).unwrap();
+    let seed = seed.map_or(String::new(), |s| format!("seed = {s}\n"));
+    let text = format!(
+        "arch = \"rnnsearch-tiny\"\n[train]\nmax_steps = {steps}\nmax_tokens = 1200\n\
+         max_sentences = 100\nlr = 5e-3\nwarmup_steps = 50\nlabel_smoothing = 0.0\n\
+         valid_every = 60\npatience = 0\n{seed}"
+    );
     let (arch, model, train) =
-        s2s_infer::config::resolve(None, Some(("test", text)), None).unwrap();
+        s2s_infer::config::resolve(None, Some(("test", &text)), None).unwrap();
     let run = RunConfig {
         arch,
         task: None,
@@ -77,7 +86,7 @@ pub fn train_reversal_model(root: &Path) -> PathBuf {
         model,
         train,
     };
-    train_into(&root.join("model"), &run, &data)
+    train_into(&root.join(name), &run, &data)
 }
 
 /// Trains `run` on `data` (its train and valid splits) on the CPU into `model_dir`, writing the
