@@ -516,25 +516,35 @@ impl Read<'_> {
         }
     }
 
-    /// `out += p v` for the vector at (row, head, position).
+    /// `out += sum_s p[s] v_s[from..from + out.len()]` over the first `p.len()` positions of
+    /// (row, head), position by position: each output value sums its terms in position order.
     #[inline(always)]
-    fn add_scaled(&self, out: &mut [f32], p: f32, r: usize, h: usize, s: usize) {
+    fn add_weighted(&self, out: &mut [f32], p: &[f32], r: usize, h: usize, from: usize) {
+        let to = from + out.len();
         match *self {
             Read::F32(t, data) => {
-                for (o, &x) in out.iter_mut().zip(t.at(data, r, h, s)) {
-                    *o += p * x;
+                for (s, &p) in p.iter().enumerate() {
+                    for (o, &x) in out.iter_mut().zip(&t.at(data, r, h, s)[from..to]) {
+                        *o += p * x;
+                    }
                 }
             }
             Read::Int8(v) => {
-                let (v, scale) = v.at(r, h, s);
-                let p = p * scale;
-                for (o, &x) in out.iter_mut().zip(v) {
-                    *o += p * x as f32;
+                for (s, &p) in p.iter().enumerate() {
+                    let (v, scale) = v.at(r, h, s);
+                    let p = p * scale;
+                    for (o, &x) in out.iter_mut().zip(&v[from..to]) {
+                        *o += p * x as f32;
+                    }
                 }
             }
         }
     }
 }
+
+/// Output values the value pass sums at once: a block this size stays in vector registers
+/// (four of AVX-512's) over all positions instead of going through memory at each one.
+const VALUE_BLOCK: usize = 64;
 
 struct Attend<'a> {
     q: &'a [f32],
@@ -597,9 +607,9 @@ impl StepKernel for Attend<'_> {
         let (heads, len, d_k, d_v) = (self.heads, self.len, self.d_k, self.d_v);
         // The row each segment gives the current query row.
         let mut kv_rows = vec![0usize; self.segments.len()];
-        // Positions outermost, heads inside: a position's keys (or values) for every head are
-        // read together, which is one contiguous row of a step's projection, and each head still
-        // sums its positions in order.
+        // Scores: positions outermost, heads inside, so a position's keys for every head are
+        // read together, one contiguous row of a step's projection. Context: head by head, each
+        // block of output values summed over the positions in order, as one sum per value.
         for r in 0..self.q.len() / (heads * d_k) {
             for (g, kv_r) in self.segments.iter().zip(kv_rows.iter_mut()) {
                 *kv_r = g.rows.get(r);
@@ -627,17 +637,35 @@ impl StepKernel for Attend<'_> {
                 softmax_in_place(w);
             }
             let out = &mut context[r * heads * d_v..(r + 1) * heads * d_v];
-            let mut at = 0;
-            for (g, &kv_r) in self.segments.iter().zip(&kv_rows) {
-                for s in 0..g.len {
-                    for h in 0..heads {
-                        let p = w[h * len + at + s];
-                        g.value
-                            .add_scaled(&mut out[h * d_v..(h + 1) * d_v], p, kv_r, h, s);
+            for (h, (out, w)) in out.chunks_mut(d_v.max(1)).zip(w.chunks(len)).enumerate() {
+                for (b, out) in out.chunks_mut(VALUE_BLOCK).enumerate() {
+                    let from = b * VALUE_BLOCK;
+                    // A whole block has a length the compiler knows, so it can hold `acc` in
+                    // registers; the last, shorter one (`d_v` not a multiple) goes through memory.
+                    let mut acc = [0.0f32; VALUE_BLOCK];
+                    if let Ok(out) = <&mut [f32; VALUE_BLOCK]>::try_from(&mut *out) {
+                        self.weigh_values(&mut acc, w, &kv_rows, h, from);
+                        *out = acc;
+                    } else {
+                        let acc = &mut acc[..out.len()];
+                        self.weigh_values(acc, w, &kv_rows, h, from);
+                        out.copy_from_slice(acc);
                     }
                 }
-                at += g.len;
             }
+        }
+    }
+}
+
+impl Attend<'_> {
+    /// `acc += sum_s w[s] v_s[from..from + acc.len()]` over head `h`'s positions in every
+    /// segment, in order (`w`: the row's weights for that head, `kv_rows`: each segment's row).
+    #[inline(always)]
+    fn weigh_values(&self, acc: &mut [f32], w: &[f32], kv_rows: &[usize], h: usize, from: usize) {
+        let mut at = 0;
+        for (g, &kv_r) in self.segments.iter().zip(kv_rows) {
+            g.value.add_weighted(acc, &w[at..at + g.len], kv_r, h, from);
+            at += g.len;
         }
     }
 }
