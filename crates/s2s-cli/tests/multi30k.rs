@@ -63,20 +63,18 @@ fn every_config_resolves_to_its_preset_with_the_shared_recipe() {
         assert_eq!(train.label_smoothing, 0.1, "{name}");
         assert_eq!(train.max_tokens, 2500, "{name}");
         assert!(train.warmup_steps > 0, "{name}");
-        // The Transformer and the LSTM decay linearly to zero as the runner's --max-minutes runs
-        // out (no step count, which would tie the recipe to one machine's speed); the other rows
-        // decay as 1/sqrt(step).
-        let expected = if ["transformer", "lstm"].contains(&name) {
-            assert_eq!(train.max_steps, 0, "{name}");
-            assert_eq!(
-                train.save_every, 0,
-                "{name}: averaging checkpoints follow the budget"
-            );
-            s2s_infer::config::LrSchedule::Linear
-        } else {
-            s2s_infer::config::LrSchedule::InverseSqrt
-        };
-        assert_eq!(train.schedule, expected, "{name}");
+        // Every recipe decays linearly to zero as the runner's --max-minutes runs out (no step
+        // count, which would tie the recipe to one machine's speed).
+        assert_eq!(train.max_steps, 0, "{name}");
+        assert_eq!(
+            train.save_every, 0,
+            "{name}: averaging checkpoints follow the budget"
+        );
+        assert_eq!(
+            train.schedule,
+            s2s_infer::config::LrSchedule::Linear,
+            "{name}"
+        );
         if let s2s_models::ModelConfig::Transformer(t) = &model {
             assert!(t.share_embeddings && t.tie_output);
         }
