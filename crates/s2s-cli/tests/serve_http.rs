@@ -204,6 +204,36 @@ fn a_models_decoding_defaults_are_the_servers() {
     );
     let r = translate(addr, &json!({"text": "1 2", "nbest": 4}));
     assert_eq!(r.status, 400, "nbest above the model's beam: {}", r.body);
+    server.shutdown().unwrap();
+
+    // Defaults given to the server (`s2s serve --decoding FILE`, an ensemble's) win over the
+    // model's file.
+    let mut cfg = config();
+    cfg.model_dir = dir.path().to_owned();
+    cfg.engine.decoding = Some(s2s_infer::Decoding {
+        beam: 2,
+        alpha: 1.5,
+        ..s2s_infer::Decoding::default()
+    });
+    let server = start(cfg);
+    let addr = server.addr();
+    let m = get(addr, "/health").json()["model"].clone();
+    assert_eq!(
+        (m["beam"].as_u64(), m["alpha"].as_f64()),
+        (Some(2), Some(1.5))
+    );
+    let r = translate(addr, &json!({"text": "1 2", "nbest": 3}));
+    assert_eq!(r.status, 400, "nbest above the given beam: {}", r.body);
+    let r = translate(addr, &json!({"text": "1 2 3 4 5", "nbest": 2}));
+    assert_eq!(r.status, 200, "{}", r.body);
+    for hyp in r.json()["translations"][0]["hyps"].as_array().unwrap() {
+        let len = hyp["tokens"].as_array().unwrap().len() + 1;
+        let want = hyp["logprob"].as_f64().unwrap() / (len as f64).powf(1.5);
+        assert!(
+            (hyp["score"].as_f64().unwrap() - want).abs() < 1e-4,
+            "{hyp}"
+        );
+    }
 }
 
 #[test]

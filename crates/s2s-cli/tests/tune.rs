@@ -178,3 +178,130 @@ fn tune_writes_the_best_alpha_and_translate_uses_it() {
     assert!(err.contains("no validation split"), "{err}");
     assert!(!file.exists(), "a failed tune writes nothing");
 }
+
+/// `s2s CMD --model A --model B extra..`, run to its end.
+fn s2s_pair(cmd: &str, a: &Path, b: &Path, extra: &[&std::ffi::OsStr]) -> std::process::Output {
+    run({
+        let mut c = s2s();
+        c.arg(cmd)
+            .arg("--model")
+            .arg(a)
+            .arg("--model")
+            .arg(b)
+            .args(extra);
+        c
+    })
+}
+
+#[test]
+fn an_ensemble_is_tuned_into_a_file_of_its_own() {
+    let root = tempfile::tempdir().unwrap();
+    let (data, config, a) = common::trained(root.path(), &["--max-steps", "30"]);
+    let b = root.path().join("b");
+    let o = run(common::train_cmd(
+        &data,
+        &config,
+        &b,
+        &["--max-steps", "30", "--seed", "2"],
+    ));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let os = |s: &str| std::ffi::OsString::from(s);
+
+    // Without --out there is no right place for it.
+    let tune = |extra: &[std::ffi::OsString]| {
+        let mut args = vec![os("--data"), data.clone().into_os_string()];
+        args.extend_from_slice(extra);
+        let refs: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_os_str()).collect();
+        s2s_pair("tune", &a, &b, &refs)
+    };
+    let o = tune(&[]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("--out FILE"), "{}", stderr(&o));
+
+    let file = root.path().join("ensemble.toml");
+    let o = tune(&[
+        os("--alphas"),
+        os("2.5,0"),
+        os("--beam"),
+        os("3"),
+        os("--metric"),
+        os("ser"),
+        os("--out"),
+        file.clone().into_os_string(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("ensemble of 2"), "{}", stderr(&o));
+    for member in [&a, &b] {
+        assert!(
+            !member.join("decoding.toml").exists(),
+            "{} keeps its own defaults",
+            member.display()
+        );
+    }
+    let written: toml::Value = toml::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert_eq!(written["beam"].as_integer(), Some(3));
+    let alpha = written["alpha"].as_float().unwrap();
+    let tried = tried_pairs(&written["tuned"]);
+    let best = tried
+        .iter()
+        .fold(tried[0], |b, &t| if t.1 < b.1 { t } else { b });
+    assert_eq!(alpha, best.0, "the lowest error wins: {tried:?}");
+
+    // The SER recorded is the ensemble's, as translate decodes it with the file's defaults.
+    let input = root.path().join("raw/valid.src");
+    let decode = |extra: &[&str]| {
+        let mut args = vec![
+            os("--decoding"),
+            file.clone().into_os_string(),
+            os("--input"),
+            input.clone().into_os_string(),
+        ];
+        args.extend(extra.iter().map(|s| os(s)));
+        let refs: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_os_str()).collect();
+        s2s_pair("translate", &a, &b, &refs)
+    };
+    let o = decode(&[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let refs = std::fs::read_to_string(root.path().join("raw/valid.tgt")).unwrap();
+    let hyps = String::from_utf8(o.stdout).unwrap();
+    assert_eq!(hyps.lines().count(), 20);
+    let wrong = hyps
+        .lines()
+        .zip(refs.lines())
+        .filter(|(h, r)| !h.split_whitespace().eq(r.split_whitespace()))
+        .count();
+    assert!(
+        (best.1 - 100.0 * wrong as f64 / 20.0).abs() < 1e-9,
+        "SER {} recorded, {wrong} of 20 wrong",
+        best.1
+    );
+    // The file's beam (3) and alpha rank the hypotheses.
+    let o = decode(&["--nbest", "4"]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("--beam 3"), "{}", stderr(&o));
+    let o = decode(&["--json", "--nbest", "3"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    for line in String::from_utf8(o.stdout).unwrap().lines() {
+        let line: serde_json::Value = serde_json::from_str(line).unwrap();
+        for h in line["hyps"].as_array().unwrap() {
+            let len = h["tokens"].as_array().unwrap().len() + 1;
+            let want = h["logprob"].as_f64().unwrap() / (len as f64).powf(alpha);
+            assert!((h["score"].as_f64().unwrap() - want).abs() < 1e-4, "{h}");
+        }
+    }
+    // A missing file is named.
+    let gone = root.path().join("gone.toml");
+    let o = s2s_pair(
+        "translate",
+        &a,
+        &b,
+        &[
+            std::ffi::OsStr::new("--decoding"),
+            gone.as_os_str(),
+            std::ffi::OsStr::new("--input"),
+            input.as_os_str(),
+        ],
+    );
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("gone.toml"), "{}", stderr(&o));
+}

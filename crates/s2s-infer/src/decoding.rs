@@ -81,19 +81,35 @@ impl Decoding {
     /// has none.
     pub fn read(dir: &Path) -> Result<Decoding, InferError> {
         let path = dir.join(DECODING);
-        let text = match std::fs::read_to_string(&path) {
-            Ok(text) => text,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Decoding::default()),
-            Err(e) => return Err(InferError::io(&path, e)),
-        };
-        let bad = |why: String| {
-            InferError::Config(format!(
-                "{}: {why}; fix the file, or delete it to decode with the built-in defaults (beam {}, alpha {})",
-                path.display(),
-                defaults::BEAM,
-                defaults::ALPHA
-            ))
-        };
+        let fix = format!(
+            "fix the file, or delete it to decode with the built-in defaults (beam {}, alpha {})",
+            defaults::BEAM,
+            defaults::ALPHA
+        );
+        match std::fs::read_to_string(&path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Decoding::default()),
+            text => Self::parse(&path, text, &fix),
+        }
+    }
+
+    /// Defaults kept in a file of their own rather than in a MODEL_DIR: an ensemble's, which
+    /// `s2s tune --out FILE` writes and `--decoding FILE` reads, since they belong to no one
+    /// member. Unlike [`Decoding::read`], a missing file is an error.
+    pub fn read_file(path: &Path) -> Result<Decoding, InferError> {
+        Self::parse(
+            path,
+            std::fs::read_to_string(path),
+            "fix the file, or write it again with s2s tune --out",
+        )
+    }
+
+    fn parse(
+        path: &Path,
+        text: std::io::Result<String>,
+        fix: &str,
+    ) -> Result<Decoding, InferError> {
+        let text = text.map_err(|e| InferError::io(path, e))?;
+        let bad = |why: String| InferError::Config(format!("{}: {why}; {fix}", path.display()));
         let decoding: Decoding = toml::from_str(&text).map_err(|e| bad(e.to_string()))?;
         decoding.validate().map_err(bad)?;
         Ok(decoding)
@@ -101,10 +117,14 @@ impl Decoding {
 
     /// Writes `dir/decoding.toml` atomically.
     pub fn write(&self, dir: &Path) -> Result<(), InferError> {
+        self.write_file(&dir.join(DECODING))
+    }
+
+    /// Writes the defaults to `path` atomically (see [`Decoding::read_file`]).
+    pub fn write_file(&self, path: &Path) -> Result<(), InferError> {
         self.validate().map_err(InferError::Config)?;
         let text = toml::to_string(self).map_err(|e| InferError::Config(e.to_string()))?;
-        let path = dir.join(DECODING);
-        s2s_data::atomic_write(&path, text.as_bytes()).map_err(|e| InferError::io(&path, e))
+        s2s_data::atomic_write(path, text.as_bytes()).map_err(|e| InferError::io(path, e))
     }
 
     pub fn validate(&self) -> Result<(), String> {
@@ -246,6 +266,30 @@ mod tests {
         std::fs::write(d.path().join(DECODING), "alpha = 1.0\n").unwrap();
         let got = Decoding::read(d.path()).unwrap();
         assert_eq!((got.beam, got.alpha), (defaults::BEAM, 1.0));
+    }
+
+    #[test]
+    fn a_file_of_its_own_reads_back_and_must_exist() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("ensemble.toml");
+        let err = Decoding::read_file(&path).unwrap_err().to_string();
+        assert!(err.contains("ensemble.toml"), "{err}");
+        let tuned = Decoding {
+            beam: 3,
+            alpha: 0.5,
+            ..Decoding::default()
+        };
+        tuned.write_file(&path).unwrap();
+        assert_eq!(Decoding::read_file(&path).unwrap(), tuned);
+        // The model directory's file is another: d has no decoding.toml.
+        assert_eq!(Decoding::read(d.path()).unwrap(), Decoding::default());
+        std::fs::write(&path, "beam = 0\n").unwrap();
+        let err = Decoding::read_file(&path).unwrap_err().to_string();
+        assert!(
+            err.contains("ensemble.toml") && err.contains("beam must be at least 1"),
+            "{err}"
+        );
+        assert!(err.contains("s2s tune --out"), "{err}");
     }
 
     #[test]

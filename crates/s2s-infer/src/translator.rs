@@ -236,9 +236,16 @@ impl Translator {
         })
     }
 
-    /// The model's decoding defaults (`decoding.toml`, or the built-in ones).
+    /// The model's decoding defaults (`decoding.toml`, or the built-in ones, or what
+    /// [`Translator::set_decoding`] put in their place).
     pub fn decoding(&self) -> &crate::Decoding {
         &self.loaded.decoding
+    }
+
+    /// Decode with `decoding` as the defaults instead of the first model's `decoding.toml`: an
+    /// ensemble's own, tuned for it (`s2s tune --out FILE`, then `--decoding FILE`).
+    pub fn set_decoding(&mut self, decoding: crate::Decoding) {
+        self.loaded.decoding = decoding;
     }
 
     /// The target-language tags the vocabulary has (`>>cmn_Hans<<`: multilingual Marian models).

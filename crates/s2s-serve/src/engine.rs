@@ -58,6 +58,9 @@ pub struct EngineConfig {
     pub queue: usize,
     /// Most source tokens in one sentence; longer ones get 422.
     pub max_tokens: usize,
+    /// The beam and alpha requests get unless they ask otherwise, in place of the first
+    /// model's `decoding.toml` (an ensemble's own: `s2s serve --decoding FILE`).
+    pub decoding: Option<s2s_infer::Decoding>,
 }
 
 impl Default for EngineConfig {
@@ -70,6 +73,7 @@ impl Default for EngineConfig {
             max_wait: Duration::from_millis(5),
             queue: 256,
             max_tokens: 200,
+            decoding: None,
         }
     }
 }
@@ -277,13 +281,16 @@ impl Engine {
                 let translator = s2s_models::backend::parse_device(&device_name)
                     .map_err(anyhow::Error::msg)
                     .and_then(|d| Ok(Translator::ensemble(&dirs, &d)?));
-                let translator = match translator {
+                let mut translator = match translator {
                     Ok(t) => t,
                     Err(e) => {
                         let _ = ready_tx.send(Err(e));
                         return;
                     }
                 };
+                if let Some(decoding) = cfg.decoding.clone() {
+                    translator.set_decoding(decoding);
+                }
                 let run = &translator.loaded().run;
                 let info = ModelInfo {
                     dir: dirs

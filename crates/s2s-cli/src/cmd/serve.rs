@@ -15,9 +15,13 @@ use std::time::Duration;
 pub struct ServeArgs {
     /// MODEL_DIR written by `s2s train`. Given more than once, the models decode every request
     /// as an ensemble (as `s2s translate --model A --model B` does); the first one's tokenizers
-    /// and `decoding.toml` serve them all.
+    /// and `decoding.toml` serve them all (see --decoding).
     #[arg(long, required = true)]
     pub model: Vec<PathBuf>,
+    /// Decoding defaults (beam, alpha) for requests from FILE instead of the first model's
+    /// `decoding.toml`: an ensemble's, written by `s2s tune --model A --model B --out FILE`.
+    #[arg(long, value_name = "FILE")]
+    pub decoding: Option<PathBuf>,
     /// Address to listen on.
     #[arg(long, default_value = "127.0.0.1:8080")]
     pub addr: SocketAddr,
@@ -117,6 +121,11 @@ fn read_token(path: &std::path::Path) -> Result<String> {
 
 pub fn run(args: ServeArgs) -> Result<()> {
     let token = args.token_file.as_deref().map(read_token).transpose()?;
+    let decoding = args
+        .decoding
+        .as_deref()
+        .map(s2s_infer::Decoding::read_file)
+        .transpose()?;
     let mut models = args.model.into_iter();
     s2s_serve::run(ServeConfig {
         model_dir: models.next().expect("clap requires --model"),
@@ -138,6 +147,7 @@ pub fn run(args: ServeArgs) -> Result<()> {
             max_attention_cells: args.max_attention_cells,
             max_wait: Duration::from_millis(args.max_wait_ms),
             queue: args.queue,
+            decoding,
             max_tokens: args.max_tokens,
         },
         timeout: Duration::from_millis(args.timeout_ms),

@@ -126,9 +126,14 @@ impl SearchArgs {
 pub struct TranslateArgs {
     /// MODEL_DIR written by `s2s train`. Given more than once, the models decode as an ensemble
     /// (the mean of their probabilities at every step); they must have been trained on one
-    /// prepared DATA_DIR, and the first one's tokenizers and `decoding.toml` serve them all.
+    /// prepared DATA_DIR, and the first one's tokenizers and `decoding.toml` serve them all
+    /// (see --decoding).
     #[arg(long, required = true)]
     pub model: Vec<PathBuf>,
+    /// Decoding defaults (beam, alpha) from FILE instead of the first model's `decoding.toml`:
+    /// an ensemble's, written by `s2s tune --model A --model B --out FILE`.
+    #[arg(long, value_name = "FILE")]
+    pub decoding: Option<PathBuf>,
     /// Input file (default: stdin).
     #[arg(long)]
     pub input: Option<PathBuf>,
@@ -158,7 +163,10 @@ pub struct TranslateArgs {
 
 pub fn run(args: TranslateArgs) -> Result<()> {
     let device = s2s_models::backend::parse_device(&args.device).map_err(anyhow::Error::msg)?;
-    let translator = Translator::ensemble(&args.model, &device)?;
+    let mut translator = Translator::ensemble(&args.model, &device)?;
+    if let Some(path) = &args.decoding {
+        translator.set_decoding(s2s_infer::Decoding::read_file(path)?);
+    }
     let mut cfg = args
         .search
         .to_config(translator.decoding(), translator.specials())?;

@@ -1,6 +1,7 @@
 //! `s2s tune`: choose a model's length penalty on the validation split and keep it in its
-//! MODEL_DIR (`decoding.toml`), where `translate`, `serve` and `quickstart` find it. The work is
-//! in `s2s_infer::decoding`.
+//! MODEL_DIR (`decoding.toml`), where `translate`, `serve` and `quickstart` find it; or an
+//! ensemble's, in a file of its own (`--out`) that `translate` and `serve` read with
+//! `--decoding`. The work is in `s2s_infer::decoding`.
 
 use anyhow::{Context, Result, bail};
 use s2s_data::Task;
@@ -15,11 +16,20 @@ use std::path::PathBuf;
 /// otherwise. Scores are sacreBLEU with the tokenisation the model was validated with
 /// (`bleu_tokenize` in its config.toml), or the metric named by --metric; the best wins (the
 /// highest, the lowest of an error rate), the first of equals.
+///
+/// Given --model more than once, the models decode as an ensemble (as in `s2s translate`), and
+/// what suits it belongs to none of them alone: --out names the file to keep it in, which
+/// `s2s translate --decoding FILE` and `s2s serve --decoding FILE` read.
 #[derive(clap::Args)]
 pub struct TuneArgs {
-    /// MODEL_DIR to tune (its decoding.toml is written; nothing else changes).
-    #[arg(long)]
-    pub model: PathBuf,
+    /// MODEL_DIR to tune (its decoding.toml is written; nothing else changes). Given more than
+    /// once: an ensemble, tuned as one (needs --out).
+    #[arg(long, required = true)]
+    pub model: Vec<PathBuf>,
+    /// Write the defaults to FILE instead of the MODEL_DIR's decoding.toml (required for an
+    /// ensemble).
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
     /// DATA_DIR whose validation split to decode (the one the model was trained on).
     #[arg(long)]
     pub data: PathBuf,
@@ -47,20 +57,28 @@ pub struct TuneArgs {
 
 pub fn run(args: TuneArgs) -> Result<()> {
     let device = s2s_models::backend::parse_device(&args.device).map_err(anyhow::Error::msg)?;
-    let translator = Translator::load(&args.model, &device)?;
+    let first = &args.model[0];
+    if args.model.len() > 1 && args.out.is_none() {
+        bail!(
+            "an ensemble's length penalty belongs to none of its {} models' decoding.toml: give \
+             --out FILE, then decode with --decoding FILE",
+            args.model.len()
+        );
+    }
+    let translator = Translator::ensemble(&args.model, &device)?;
     let run = &translator.loaded().run;
     let task = run.task.unwrap_or_default();
     if !matches!(task, Task::Translation | Task::Generation) {
         bail!(
             "{} is a {task:?} model: s2s tune chooses the length penalty of generated text (translation and generation models); score other models with s2s eval",
-            args.model.display()
+            first.display()
         );
     }
     let tokenize: s2s_eval::Tokenize = run
         .train
         .bleu_tokenize
         .parse()
-        .map_err(|e| anyhow::anyhow!("{}: bleu_tokenize: {e}", args.model.display()))?;
+        .map_err(|e| anyhow::anyhow!("{}: bleu_tokenize: {e}", first.display()))?;
     let metric = args.metric.unwrap_or(match run.train.best_by {
         BestBy::Rouge => Metric::Rouge,
         _ => Metric::Bleu,
@@ -94,8 +112,12 @@ pub fn run(args: TuneArgs) -> Result<()> {
             }
         ),
     };
+    let members = match translator.members() {
+        1 => String::new(),
+        n => format!(" of an ensemble of {n}"),
+    };
     eprintln!(
-        "tuning alpha for beam {beam} on {n} validation pairs of {} ({what})",
+        "tuning alpha{members} for beam {beam} on {n} validation pairs of {} ({what})",
         args.data.display(),
     );
     let tuned = decoding::tune_alpha(
@@ -110,13 +132,22 @@ pub fn run(args: TuneArgs) -> Result<()> {
         args.batch_size,
         |alpha, score| eprintln!("  alpha {alpha}: {} {score:.2}", metric.display_name()),
     )?;
-    // The directory may be in use by a trainer, which rewrites its files.
-    let _lock = s2s_infer::model_dir::lock(&args.model)?;
-    tuned.write(&args.model)?;
+    let path = match &args.out {
+        Some(path) => {
+            tuned.write_file(path)?;
+            path.clone()
+        }
+        None => {
+            // The directory may be in use by a trainer, which rewrites its files.
+            let _lock = s2s_infer::model_dir::lock(first)?;
+            tuned.write(first)?;
+            first.join(decoding::DECODING)
+        }
+    };
     println!(
         "alpha {} (beam {beam}) written to {}",
         tuned.alpha,
-        args.model.join(decoding::DECODING).display()
+        path.display()
     );
     Ok(())
 }
