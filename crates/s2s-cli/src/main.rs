@@ -43,6 +43,8 @@ enum Command {
     Eval(cmd::eval::EvalArgs),
     /// Output a simple baseline to score beside a model (`s2s baseline lead|retrieval`).
     Baseline(cmd::baseline::BaselineArgs),
+    /// Summarise each line by extraction: the sentences a sentence classifier rates best.
+    Extract(cmd::extract::ExtractArgs),
     /// Score references with a model: teacher-forced log-probabilities and perplexity.
     Score(cmd::score::ScoreArgs),
     /// Start the HTTP API and the web page (with attention heatmaps) for a trained model.
@@ -75,6 +77,7 @@ fn main() {
         Command::Translate(args) => cmd::translate::run(args),
         Command::Eval(args) => cmd::eval::run(args),
         Command::Baseline(args) => cmd::baseline::run(args),
+        Command::Extract(args) => cmd::extract::run(args),
         Command::Score(args) => cmd::score::run(args),
         Command::Serve(args) => cmd::serve::run(args),
         Command::Average(args) => cmd::average::run(args),

@@ -5,7 +5,8 @@
 //! Also: WER/CER/PER/SER error rates ([`corpus_error_counts`]), accuracy and macro-F1 for
 //! tagging and classification ([`labels`]), and ROUGE-N/L/Lsum as Google's `rouge-score`
 //! computes them, with NLTK's Porter stemmer ([`corpus_rouge`]); and the simple baselines those
-//! scores are read against ([`baseline`]: Lead-N, retrieval).
+//! scores are read against ([`baseline`]: Lead-N, retrieval), and the parts of extractive
+//! summarisation that are not its classifier ([`extractive`]).
 //!
 //! Scores are on sacreBLEU's 0-100 scale. Parity with sacreBLEU 2.5.1/2.6.0 is tested on random
 //! corpora (`tests/sacrebleu_parity.rs`), including Python's notions of whitespace and
@@ -24,6 +25,7 @@ pub mod baseline;
 mod bleu;
 mod chrf;
 mod error_rate;
+pub mod extractive;
 mod files;
 pub mod labels;
 mod porter;

@@ -9,6 +9,7 @@
 //! - [`metrics`]: `metrics.jsonl`, one line per validation;
 //! - [`defaults`]: the search defaults, in one place;
 //! - [`decoding`]: a model's own beam and alpha (`decoding.toml`, written by `s2s tune`), over them;
+//! - [`extractive`]: extractive summaries, a sentence classifier's best-rated sentences;
 //! - [`translator`]: text in, hypotheses out (clean, tokenise, search, detokenise, scores and
 //!   attention labelled with tokens);
 //! - [`plot`]: attention heatmaps and training curves as SVG;
@@ -20,6 +21,7 @@
 pub mod config;
 pub mod decoding;
 pub mod defaults;
+pub mod extractive;
 pub mod metrics;
 pub mod model_dir;
 pub mod plot;

@@ -4,7 +4,6 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::Context;
 use s2s_eval::baseline::{Retrieval, lead};
 
 /// Output the simple baseline of a task, one line per input line, to score with `s2s eval`
@@ -94,14 +93,5 @@ pub fn run(args: BaselineArgs) -> anyhow::Result<()> {
             (outputs, a.io)
         }
     };
-    let mut text = outputs.join("\n");
-    if !outputs.is_empty() {
-        text.push('\n');
-    }
-    match &io.output {
-        Some(p) => s2s_data::atomic_write(p, text.as_bytes())
-            .with_context(|| format!("cannot write {}", p.display()))?,
-        None => print!("{text}"),
-    }
-    Ok(())
+    super::write_lines(&outputs, io.output.as_deref())
 }

@@ -22,9 +22,81 @@ pub enum DataCommand {
     /// Write a summarisation or dialogue corpus (AESLC, SciTLDR, CamRest676) as source and
     /// target text files.
     Pairs(PairsArgs),
+    /// Turn summarisation pairs into sentence-classification examples for an extractive
+    /// summariser (`s2s extract`).
+    Extractive(ExtractiveArgs),
     /// Build connected-digit utterances from the Free Spoken Digit Dataset, with manifests for
     /// `s2s prepare --task asr`.
     Digits(DigitsArgs),
+}
+
+/// Turn summarisation pairs into sentence-classification examples for an extractive summariser.
+///
+/// Each source line (a document) is split into sentences, and each sentence becomes one line
+/// `LABEL<TAB>sentence` of OUT: LABEL is 1 for the sentence closest to the line's target (the
+/// highest mean of ROUGE-1, -2 and -L F, stemmed; the first of equals) and 0 for the others,
+/// and the sentence starts with two words for where it stands (`sentpos0` .. `sentpos7`, the
+/// last for the eighth and later; `sentlast` or `sentmore`), which `s2s extract` adds the same
+/// way. Then `s2s prepare --task classification --format labelled --train OUT ...`.
+#[derive(clap::Args)]
+pub struct ExtractiveArgs {
+    /// Documents, one per line (e.g. the train.src of `s2s data pairs`).
+    #[arg(long, value_name = "FILE")]
+    pub src: PathBuf,
+    /// Their summaries, aligned with --src.
+    #[arg(long, value_name = "FILE")]
+    pub tgt: PathBuf,
+    /// The examples file to write.
+    #[arg(long, value_name = "FILE")]
+    pub out: PathBuf,
+}
+
+fn extractive(args: ExtractiveArgs) -> Result<()> {
+    use s2s_eval::extractive::{SUMMARY, labelled};
+    let (src, tgt) = (
+        s2s_eval::read_lines(&args.src)?,
+        s2s_eval::read_lines(&args.tgt)?,
+    );
+    anyhow::ensure!(
+        src.len() == tgt.len(),
+        "{} has {} lines but {} has {}; fix: give aligned documents and summaries",
+        args.src.display(),
+        src.len(),
+        args.tgt.display(),
+        tgt.len()
+    );
+    let (mut text, mut examples, mut empty) = (String::new(), 0, Vec::new());
+    for (i, (document, summary)) in src.iter().zip(&tgt).enumerate() {
+        let rows = labelled(document, summary);
+        if rows.is_empty() {
+            empty.push(i + 1);
+        }
+        for (label, sentence) in rows {
+            text.push_str(label);
+            text.push('\t');
+            text.push_str(&sentence);
+            text.push('\n');
+            examples += 1;
+        }
+    }
+    s2s_data::atomic_write(&args.out, text.as_bytes())
+        .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", args.out.display()))?;
+    eprintln!(
+        "{}: {examples} sentences of {} documents, {} labelled {SUMMARY}",
+        args.out.display(),
+        src.len() - empty.len(),
+        src.len() - empty.len()
+    );
+    if !empty.is_empty() {
+        eprintln!(
+            "{}: {} line(s) without a sentence give no example (line {}{})",
+            args.src.display(),
+            empty.len(),
+            empty[0],
+            if empty.len() > 1 { ", ..." } else { "" }
+        );
+    }
+    Ok(())
 }
 
 /// Build connected-digit utterances (speech recognition) from the Free Spoken Digit Dataset.
@@ -262,6 +334,7 @@ pub fn run(args: DataArgs) -> Result<()> {
     match args.command {
         DataCommand::G2p(g) => g2p(g),
         DataCommand::Pairs(p) => pairs(p),
+        DataCommand::Extractive(e) => extractive(e),
         DataCommand::Digits(d) => digits(d),
         DataCommand::Get(get) => {
             let corpus = get.dataset.corpus();

@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# Extractive summarisation (issue 30) on ../shared/data: SciTLDR-A (abstract -> TLDR) and AESLC
+# (email -> subject line). Each corpus is turned into parallel files by `s2s data pairs`, the
+# training and validation pairs into sentence-classification examples by `s2s data extractive`
+# (each document's sentences, marked with where they stand, labelled 1 for the one closest to
+# the summary), prepared with `s2s prepare --task classification`, trained with its recipe
+# (configs/summarisation/TASK-extractive.toml) within the recipe's budget, and the test
+# documents summarised with `s2s extract` (each one's best-rated sentence). Scored with ROUGE-1/2/L F
+# (rouge-score's stemmed defaults, best of the references) beside Lead-1, measured the same
+# way. Writes OUT/results.md.
+set -euo pipefail
+
+usage() {
+    cat <<'USAGE'
+usage: bench/extractive.sh [options]
+
+  --s2s BIN       the s2s binary (default: $S2S, else target/release/s2s)
+  --data DIR      the shared data folder (default: ../shared/data next to the repository)
+  --out DIR       output folder (default: runs/extractive)
+  --tasks LIST    comma-separated, of scitldr,aeslc (default: scitldr)
+  --minutes M     override the recipes' training budget
+  -h, --help      this text
+USAGE
+}
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+s2s="${S2S:-$here/../target/release/s2s}"
+data="$here/../../shared/data"
+out="runs/extractive"
+tasks="scitldr"
+minutes=""
+while [[ $# -gt 0 ]]; do
+    case "$1" in
+        --s2s) s2s="$2"; shift 2 ;;
+        --data) data="$2"; shift 2 ;;
+        --out) out="$2"; shift 2 ;;
+        --tasks) tasks="$2"; shift 2 ;;
+        --minutes) minutes="$2"; shift 2 ;;
+        -h|--help) usage; exit 0 ;;
+        *) echo "extractive.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
+    esac
+done
+
+# The ROUGE columns of HYP against the task's references.
+score() {
+    local dir="$1" hyp="$2" refs=()
+    for f in "$dir/text"/test.tgt "$dir/text"/test.tgt.*; do
+        [[ -e "$f" ]] && refs+=(--ref "$f")
+    done
+    "$s2s" eval --hyp "$hyp" "${refs[@]}" --metrics rouge --json | python3 -c '
+import json, sys
+j = json.load(sys.stdin)
+print(" | ".join("%.2f" % j["rouge"][k]["fmeasure"] for k in ("rouge1", "rouge2", "rougeL")))'
+}
+
+run() {
+    local task="$1" dir="$out/$1"
+    mkdir -p "$dir/examples" "$dir/hyp"
+    "$s2s" data pairs "$task" --from "$data/$task" --out "$dir/text" > "$dir/pairs.txt"
+    for split in train valid; do
+        "$s2s" data extractive --src "$dir/text/$split.src" --tgt "$dir/text/$split.tgt" \
+            --out "$dir/examples/$split.tsv" 2>> "$dir/examples.txt"
+    done
+    "$s2s" prepare --task classification --format labelled --train "$dir/examples/train.tsv" \
+        --valid "$dir/examples/valid.tsv" --vocab-size 30000 --min-freq 2 --max-len 0 \
+        --out "$dir/data" --force > "$dir/prepare.txt" 2>&1
+    local args=(--config "$here/../configs/summarisation/$task-extractive.toml"
+        --data "$dir/data" --out "$dir/model" --force)
+    [[ -n "$minutes" ]] && args+=(--max-minutes "$minutes")
+    local start=$(date +%s)
+    "$s2s" train "${args[@]}" > "$dir/train.txt" 2>&1
+    local trained=$(( $(date +%s) - start ))
+    local steps
+    steps=$(tail -n 1 "$dir/model/metrics.jsonl" | python3 -c 'import json,sys; print(json.load(sys.stdin)["step"])')
+    "$s2s" baseline lead --sentences 1 --input "$dir/text/test.src" --output "$dir/hyp/lead1.txt"
+    echo "| $task | Lead-1 | $(score "$dir" "$dir/hyp/lead1.txt") |"
+    start=$(date +%s)
+    "$s2s" extract --model "$dir/model" --input "$dir/text/test.src" --output "$dir/hyp/extractive.txt"
+    local extracted=$(( $(date +%s) - start ))
+    echo "| $task | sentence classifier ($trained s, $steps steps; extract $extracted s) | $(score "$dir" "$dir/hyp/extractive.txt") |"
+}
+
+mkdir -p "$out"
+{
+    echo "Measured $(date -u '+%Y-%m-%d %H:%M') UTC on $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores."
+    printf '\n| task | system | ROUGE-1 F | ROUGE-2 F | ROUGE-L F |\n|---|---|---:|---:|---:|\n'
+    IFS=, read -ra list <<< "$tasks"
+    for task in "${list[@]}"; do
+        case "$task" in
+            scitldr|aeslc) run "$task" ;;
+            *) echo "extractive.sh: unknown task '$task' (scitldr, aeslc)" >&2; exit 2 ;;
+        esac
+    done
+} | tee "$out/results.md"
