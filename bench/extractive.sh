@@ -78,6 +78,17 @@ run() {
     "$s2s" extract --model "$dir/model" --input "$dir/text/test.src" --output "$dir/hyp/extractive.txt"
     local extracted=$(( $(date +%s) - start ))
     echo "| $task | sentence classifier ($trained s, $steps steps; extract $extracted s) | $(score "$dir" "$dir/hyp/extractive.txt") |"
+    # The ceiling of choosing one sentence: the one closest to the first reference (the label
+    # `s2s data extractive` gives), without its two position words.
+    "$s2s" data extractive --src "$dir/text/test.src" --tgt "$dir/text/test.tgt" \
+        --out "$dir/examples/test.tsv" 2>> "$dir/examples.txt"
+    grep '^1' "$dir/examples/test.tsv" | cut -f2 | cut -d' ' -f3- > "$dir/hyp/oracle.txt"
+    if [[ $(wc -l < "$dir/hyp/oracle.txt") -eq $(wc -l < "$dir/text/test.src") ]]; then
+        echo "| $task | oracle sentence (closest to the first reference) | $(score "$dir" "$dir/hyp/oracle.txt") |"
+    fi
+    local same
+    same=$(paste -d '\t' "$dir/hyp/lead1.txt" "$dir/hyp/extractive.txt" | awk -F '\t' '$1 == $2' | wc -l)
+    echo "$task: the classifier chose the first sentence for $same of $(wc -l < "$dir/text/test.src") documents" >&2
 }
 
 mkdir -p "$out"
