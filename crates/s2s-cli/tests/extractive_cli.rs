@@ -24,6 +24,50 @@ fn s2s_args(args: &[&str]) -> Output {
     run(c)
 }
 
+/// `s2s data extractive --src SRC --tgt TGT --out OUT`.
+fn extractive(src: &Path, tgt: &Path, out: &Path) -> Output {
+    s2s_args(&[
+        "data",
+        "extractive",
+        "--src",
+        p(src),
+        "--tgt",
+        p(tgt),
+        "--out",
+        p(out),
+    ])
+}
+
+/// `s2s prepare --task classification` of two `LABEL<TAB>text` files into DATA, which must
+/// succeed, then `s2s train --data DATA` with `train` (`--arch A` or `--config F`) into MODEL.
+fn prepare_and_train(files: [&Path; 2], data: &Path, train: [&str; 2], model: &Path) {
+    let o = s2s_args(&[
+        "prepare",
+        "--task",
+        "classification",
+        "--format",
+        "labelled",
+        "--train",
+        p(files[0]),
+        "--valid",
+        p(files[1]),
+        "--out",
+        p(data),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = s2s_args(&[
+        "train",
+        "--data",
+        p(data),
+        train[0],
+        train[1],
+        "--out",
+        p(model),
+        "--quiet",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+}
+
 /// `n` documents of 3-5 sentences; one of them, anywhere, starts with `Finding` and its
 /// summary is that sentence's three words. Returns (documents, summaries, the summary
 /// sentences).
@@ -62,16 +106,7 @@ fn a_trained_sentence_classifier_extracts_the_summary_sentence() {
             write(d.path(), &format!("{name}.tgt"), &sums),
         );
         let tsv = d.path().join(format!("{name}.tsv"));
-        let o = s2s_args(&[
-            "data",
-            "extractive",
-            "--src",
-            p(&src),
-            "--tgt",
-            p(&tgt),
-            "--out",
-            p(&tsv),
-        ]);
+        let o = extractive(&src, &tgt, &tsv);
         assert!(o.status.success(), "{}", stderr(&o));
         assert!(
             stderr(&o).contains(&format!("of {n} documents, {n} labelled 1")),
@@ -89,21 +124,6 @@ fn a_trained_sentence_classifier_extracts_the_summary_sentence() {
     }
     assert!(train.lines().next().unwrap().contains("sentpos0 sentmore "));
 
-    let data = d.path().join("data");
-    let o = s2s_args(&[
-        "prepare",
-        "--task",
-        "classification",
-        "--format",
-        "labelled",
-        "--train",
-        p(&files[0]),
-        "--valid",
-        p(&files[1]),
-        "--out",
-        p(&data),
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
     // One label in four is 1: kept by loss, as the recipes are (accuracy would keep an all-0
     // classifier).
     let config = write(
@@ -112,17 +132,12 @@ fn a_trained_sentence_classifier_extracts_the_summary_sentence() {
         "arch = \"bilstm-classifier-tiny\"\n[train]\nlr = 1e-2\npatience = 0\nbest_by = \"loss\"\nmax_steps = 300\nvalid_every = 50\n",
     );
     let model = d.path().join("model");
-    let o = s2s_args(&[
-        "train",
-        "--data",
-        p(&data),
-        "--config",
-        p(&config),
-        "--out",
-        p(&model),
-        "--quiet",
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
+    prepare_and_train(
+        [&files[0], &files[1]],
+        &d.path().join("data"),
+        ["--config", p(&config)],
+        &model,
+    );
 
     let (docs, _, wanted) = corpus(40, 3);
     let input = write(d.path(), "test.src", &docs);
@@ -182,16 +197,7 @@ fn what_cannot_be_extracted_is_refused_with_the_fix() {
     let d = tempfile::tempdir().unwrap();
     let src = write(d.path(), "a.src", "One. Two.\nThree.\n");
     let tgt = write(d.path(), "a.tgt", "one\n");
-    let o = s2s_args(&[
-        "data",
-        "extractive",
-        "--src",
-        p(&src),
-        "--tgt",
-        p(&tgt),
-        "--out",
-        p(&d.path().join("x.tsv")),
-    ]);
+    let o = extractive(&src, &tgt, &d.path().join("x.tsv"));
     assert!(!o.status.success());
     let err = stderr(&o);
     assert!(
@@ -208,35 +214,9 @@ fn what_cannot_be_extracted_is_refused_with_the_fix() {
             .map(|i| format!("{}\tword{} here\n", ["pos", "neg"][i % 2], i % 2))
             .collect::<String>(),
     );
-    let data = d.path().join("data");
-    let o = s2s_args(&[
-        "prepare",
-        "--task",
-        "classification",
-        "--format",
-        "labelled",
-        "--train",
-        p(&train),
-        "--valid",
-        p(&train),
-        "--out",
-        p(&data),
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
     let model = d.path().join("model");
-    let o = s2s_args(&[
-        "train",
-        "--data",
-        p(&data),
-        "--arch",
-        "bilstm-classifier-tiny",
-        "--out",
-        p(&model),
-        "--max-steps",
-        "2",
-        "--quiet",
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
+    let tiny = ["--arch", "bilstm-classifier-tiny"];
+    prepare_and_train([&train, &train], &d.path().join("data"), tiny, &model);
     let o = s2s_args(&["extract", "--model", p(&model), "--input", p(&src)]);
     assert!(!o.status.success());
     let err = stderr(&o);
