@@ -7,7 +7,8 @@
 # (configs/summarisation/TASK-extractive.toml) within the recipe's budget, and the test
 # documents summarised with `s2s extract` (each one's best-rated sentence). Scored with ROUGE-1/2/L F
 # (rouge-score's stemmed defaults, best of the references) beside Lead-1, measured the same
-# way. Writes OUT/results.md.
+# way. With --ensemble N, N classifiers (seeds 1..N) share the recipe's budget, a 1/N share
+# each, and rate as an ensemble. Writes OUT/results.md.
 set -euo pipefail
 
 usage() {
@@ -19,6 +20,8 @@ usage: bench/extractive.sh [options]
   --out DIR       output folder (default: runs/extractive)
   --tasks LIST    comma-separated, of scitldr,aeslc (default: scitldr)
   --minutes M     override the recipes' training budget
+  --ensemble N    train N classifiers (seeds 1..N), each for 1/N of the budget, and extract
+                  with all of them (the mean of their probabilities); each is scored alone too
   -h, --help      this text
 USAGE
 }
@@ -29,6 +32,7 @@ data="$here/../../shared/data"
 out="runs/extractive"
 tasks="scitldr"
 minutes=""
+ensemble=1
 while [[ $# -gt 0 ]]; do
     case "$1" in
         --s2s) s2s="$2"; shift 2 ;;
@@ -36,10 +40,16 @@ while [[ $# -gt 0 ]]; do
         --out) out="$2"; shift 2 ;;
         --tasks) tasks="$2"; shift 2 ;;
         --minutes) minutes="$2"; shift 2 ;;
+        --ensemble) ensemble="$2"; shift 2 ;;
         -h|--help) usage; exit 0 ;;
         *) echo "extractive.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
     esac
 done
+
+if [[ ! "$ensemble" =~ ^[1-9][0-9]*$ ]]; then
+    echo "extractive.sh: --ensemble wants a positive number of models, got '$ensemble'" >&2
+    exit 2
+fi
 
 # The ROUGE columns of HYP against the task's references.
 score() {
@@ -64,20 +74,45 @@ run() {
     "$s2s" prepare --task classification --format labelled --train "$dir/examples/train.tsv" \
         --valid "$dir/examples/valid.tsv" --vocab-size 30000 --min-freq 2 --max-len 0 \
         --out "$dir/data" --force > "$dir/prepare.txt" 2>&1
-    local args=(--config "$here/../configs/summarisation/$task-extractive.toml"
-        --data "$dir/data" --out "$dir/model" --force)
-    [[ -n "$minutes" ]] && args+=(--max-minutes "$minutes")
+    local config="$here/../configs/summarisation/$task-extractive.toml"
+    local budget="${minutes:-$(sed -n 's/^max_minutes *= *//p' "$config")}"
+    local models=() i
     local start=$(date +%s)
-    "$s2s" train "${args[@]}" > "$dir/train.txt" 2>&1
+    for i in $(seq 1 "$ensemble"); do
+        local m="$dir/model" log="$dir/train.txt"
+        local args=(--config "$config" --data "$dir/data" --force)
+        if (( ensemble > 1 )); then
+            m="$dir/model-$i" log="$dir/train-$i.txt"
+            args+=(--seed "$i" --max-minutes "$(python3 -c "print($budget / $ensemble)")")
+        elif [[ -n "$minutes" ]]; then
+            args+=(--max-minutes "$minutes")
+        fi
+        "$s2s" train "${args[@]}" --out "$m" > "$log" 2>&1
+        models+=("$m")
+    done
     local trained=$(( $(date +%s) - start ))
-    local steps
-    steps=$(tail -n 1 "$dir/model/metrics.jsonl" | python3 -c 'import json,sys; print(json.load(sys.stdin)["step"])')
     "$s2s" baseline lead --sentences 1 --input "$dir/text/test.src" --output "$dir/hyp/lead1.txt"
     echo "| $task | Lead-1 | $(score "$dir" "$dir/hyp/lead1.txt") |"
-    start=$(date +%s)
-    "$s2s" extract --model "$dir/model" --input "$dir/text/test.src" --output "$dir/hyp/extractive.txt"
-    local extracted=$(( $(date +%s) - start ))
-    echo "| $task | sentence classifier ($trained s, $steps steps; extract $extracted s) | $(score "$dir" "$dir/hyp/extractive.txt") |"
+    local steps which
+    for i in "${!models[@]}"; do
+        m="${models[$i]}"
+        steps=$(tail -n 1 "$m/metrics.jsonl" | python3 -c 'import json,sys; print(json.load(sys.stdin)["step"])')
+        which="$trained s, $steps steps"
+        (( ensemble > 1 )) && which="seed $(( i + 1 )), $steps steps"
+        start=$(date +%s)
+        "$s2s" extract --model "$m" --input "$dir/text/test.src" --output "$dir/hyp/$(basename "$m").txt"
+        echo "| $task | sentence classifier ($which; extract $(( $(date +%s) - start )) s) | $(score "$dir" "$dir/hyp/$(basename "$m").txt") |"
+    done
+    if (( ensemble > 1 )); then
+        local flags=()
+        for m in "${models[@]}"; do flags+=(--model "$m"); done
+        start=$(date +%s)
+        "$s2s" extract "${flags[@]}" --input "$dir/text/test.src" --output "$dir/hyp/ensemble.txt"
+        echo "| $task | ensemble of $ensemble ($trained s of training; extract $(( $(date +%s) - start )) s) | $(score "$dir" "$dir/hyp/ensemble.txt") |"
+        cp "$dir/hyp/ensemble.txt" "$dir/hyp/extractive.txt"
+    else
+        cp "$dir/hyp/model.txt" "$dir/hyp/extractive.txt"
+    fi
     # The ceiling of choosing one sentence: the one closest to the first reference (the label
     # `s2s data extractive` gives), without its two position words.
     "$s2s" data extractive --src "$dir/text/test.src" --tgt "$dir/text/test.tgt" \
