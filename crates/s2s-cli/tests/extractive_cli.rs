@@ -142,15 +142,12 @@ fn a_trained_sentence_classifier_extracts_the_summary_sentence() {
     let (docs, _, wanted) = corpus(40, 3);
     let input = write(d.path(), "test.src", &docs);
     let out = d.path().join("hyp.txt");
-    let o = s2s_args(&[
-        "extract",
-        "--model",
-        p(&model),
-        "--input",
-        p(&input),
-        "--output",
-        p(&out),
-    ]);
+    let extract = |extra: &[&str]| {
+        let mut args = vec!["extract", "--model", p(&model), "--input", p(&input)];
+        args.extend_from_slice(extra);
+        s2s_args(&args)
+    };
+    let o = extract(&["--output", p(&out)]);
     assert!(o.status.success(), "{}", stderr(&o));
     let hyps = std::fs::read_to_string(&out).unwrap();
     assert_eq!(hyps.lines().count(), 40);
@@ -164,15 +161,7 @@ fn a_trained_sentence_classifier_extracts_the_summary_sentence() {
     assert!(lead <= 20, "Lead-1 gets {lead} of 40: the test is too easy");
 
     // Two sentences each, in the document's order: the Finding sentence is one of them.
-    let o = s2s_args(&[
-        "extract",
-        "--model",
-        p(&model),
-        "--input",
-        p(&input),
-        "--sentences",
-        "2",
-    ]);
+    let o = extract(&["--sentences", "2"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let two = String::from_utf8(o.stdout).unwrap();
     let docs: Vec<&str> = docs.lines().collect();
