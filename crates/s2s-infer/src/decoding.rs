@@ -81,36 +81,35 @@ impl Decoding {
     /// has none.
     pub fn read(dir: &Path) -> Result<Decoding, InferError> {
         let path = dir.join(DECODING);
+        let text = match std::fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Decoding::default()),
+            Err(e) => return Err(InferError::io(&path, e)),
+        };
         let fix = format!(
             "fix the file, or delete it to decode with the built-in defaults (beam {}, alpha {})",
             defaults::BEAM,
             defaults::ALPHA
         );
-        match std::fs::read_to_string(&path) {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Decoding::default()),
-            text => Self::parse(&path, text, &fix),
-        }
+        Self::parse(&path, &text, &fix)
     }
 
     /// Defaults kept in a file of their own rather than in a MODEL_DIR: an ensemble's, which
     /// `s2s tune --out FILE` writes and `--decoding FILE` reads, since they belong to no one
     /// member. Unlike [`Decoding::read`], a missing file is an error.
     pub fn read_file(path: &Path) -> Result<Decoding, InferError> {
+        let text = std::fs::read_to_string(path).map_err(|e| InferError::io(path, e))?;
         Self::parse(
             path,
-            std::fs::read_to_string(path),
+            &text,
             "fix the file, or write it again with s2s tune --out",
         )
     }
 
-    fn parse(
-        path: &Path,
-        text: std::io::Result<String>,
-        fix: &str,
-    ) -> Result<Decoding, InferError> {
-        let text = text.map_err(|e| InferError::io(path, e))?;
+    /// `text`, read from `path`, as validated defaults; an error names `path` and `fix`.
+    fn parse(path: &Path, text: &str, fix: &str) -> Result<Decoding, InferError> {
         let bad = |why: String| InferError::Config(format!("{}: {why}; {fix}", path.display()));
-        let decoding: Decoding = toml::from_str(&text).map_err(|e| bad(e.to_string()))?;
+        let decoding: Decoding = toml::from_str(text).map_err(|e| bad(e.to_string()))?;
         decoding.validate().map_err(bad)?;
         Ok(decoding)
     }

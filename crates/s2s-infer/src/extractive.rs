@@ -17,9 +17,9 @@ pub fn extract(
     batch_size: usize,
 ) -> Result<Vec<String>, InferError> {
     check_classifier(translator)?;
-    let docs: Vec<(Vec<String>, Vec<String>)> =
-        documents.iter().map(|d| document_inputs(d)).collect();
-    let inputs: Vec<String> = docs.iter().flat_map(|(_, inputs)| inputs.clone()).collect();
+    let (docs, inputs): (Vec<Vec<String>>, Vec<Vec<String>>) =
+        documents.iter().map(|d| document_inputs(d)).unzip();
+    let inputs: Vec<String> = inputs.into_iter().flatten().collect();
     let labels = vec![SUMMARY.to_owned(); inputs.len()];
     let ratings: Vec<f64> = translator
         .score(&inputs, &labels, batch_size)?
@@ -29,7 +29,7 @@ pub fn extract(
     let mut at = 0;
     Ok(docs
         .iter()
-        .map(|(sents, _)| {
+        .map(|sents| {
             let summary = pick(sents, &ratings[at..at + sents.len()], sentences);
             at += sents.len();
             summary

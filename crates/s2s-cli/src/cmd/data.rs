@@ -65,27 +65,24 @@ fn extractive(args: ExtractiveArgs) -> Result<()> {
         args.tgt.display(),
         tgt.len()
     );
-    let (mut text, mut examples, mut empty) = (String::new(), 0, Vec::new());
+    let (mut examples, mut empty) = (Vec::new(), Vec::new());
     for (i, (document, summary)) in src.iter().zip(&tgt).enumerate() {
         let rows = labelled(document, summary);
         if rows.is_empty() {
             empty.push(i + 1);
         }
-        for (label, sentence) in rows {
-            text.push_str(label);
-            text.push('\t');
-            text.push_str(&sentence);
-            text.push('\n');
-            examples += 1;
-        }
+        examples.extend(
+            rows.into_iter()
+                .map(|(label, sentence)| format!("{label}\t{sentence}")),
+        );
     }
-    s2s_data::atomic_write(&args.out, text.as_bytes())
-        .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", args.out.display()))?;
+    super::write_lines(&examples, Some(&args.out))?;
+    // Every document with a sentence has exactly one labelled SUMMARY.
+    let documents = src.len() - empty.len();
     eprintln!(
-        "{}: {examples} sentences of {} documents, {} labelled {SUMMARY}",
+        "{}: {} sentences of {documents} documents, {documents} labelled {SUMMARY}",
         args.out.display(),
-        src.len() - empty.len(),
-        src.len() - empty.len()
+        examples.len()
     );
     if !empty.is_empty() {
         eprintln!(
