@@ -543,3 +543,146 @@ fn train_error(data: &Path, arch: &str, out: &Path) -> String {
     assert!(!o.status.success(), "{arch} trained");
     stderr(&o)
 }
+
+/// Generation conditioned on vectors: `prepare --task generation --format vectors` reads a file of
+/// vectors beside the texts, a recurrent generator learns which sentence each vector stands for
+/// (from slightly jittered copies), `translate` writes it from the vector alone, `score` rates a
+/// sentence under its own vector above another's, and bad vectors and models that cannot read
+/// them are refused with the fix.
+#[test]
+fn generation_from_vectors_through_the_binary() {
+    let d = tempfile::tempdir().unwrap();
+    let centres: [[f32; 4]; 3] = [
+        [0.9, -0.3, 0.1, 0.5],
+        [-0.4, 0.8, 0.6, -0.2],
+        [0.2, 0.1, -0.9, -0.7],
+    ];
+    let sentences = ["a red ball", "two green trees", "the blue sea is wide"];
+    let (mut vecs, mut texts) = (String::new(), String::new());
+    for i in 0..90 {
+        let k = i % 3;
+        let jitter = |j: usize| ((i * 7 + j * 3) % 11) as f32 / 11.0 * 0.1 - 0.05;
+        let v: Vec<String> = (0..4)
+            .map(|j| format!("{}", centres[k][j] + jitter(j)))
+            .collect();
+        vecs += &(v.join(" ") + "\n");
+        texts += &format!("{}\n", sentences[k]);
+    }
+    let line = |v: &[f32; 4]| format!("{} {} {} {}", v[0], v[1], v[2], v[3]);
+    let clean: String = centres.iter().map(|c| line(c) + "\n").collect();
+    let train_v = write(d.path(), "train.vec", &vecs);
+    let train_t = write(d.path(), "train.txt", &texts);
+    let valid_v = write(d.path(), "valid.vec", &clean);
+    let valid_t = write(d.path(), "valid.txt", &(sentences.join("\n") + "\n"));
+    let data = d.path().join("data");
+    let o = prepare(&[
+        "--task",
+        "generation",
+        "--format",
+        "vectors",
+        "--train-src",
+        p(&train_v),
+        "--train-tgt",
+        p(&train_t),
+        "--valid-src",
+        p(&valid_v),
+        "--valid-tgt",
+        p(&valid_t),
+        "--tokenizer",
+        "word",
+        "--out",
+        p(&data),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        stdout.contains("conditions: vectors of 4 numbers; texts: word"),
+        "{stdout}"
+    );
+
+    let model = d.path().join("model");
+    // One batch an epoch: the epochs and a rate to learn three sentences in a few dozen steps.
+    let recipe = write(
+        d.path(),
+        "gen.toml",
+        "arch = \"rnn-gru-cho-tiny\"\n[train]\nlr = 0.01\nmax_epochs = 300\nmax_steps = 300\n",
+    );
+    let mut c = s2s();
+    c.args(["train", "--data", p(&data), "--config", p(&recipe)])
+        .args(["--out", p(&model), "--quiet"]);
+    let o = run(c);
+    assert!(o.status.success(), "{}", stderr(&o));
+
+    // Each clean vector gives its sentence.
+    let mut c = s2s();
+    c.args(["translate", "--model", p(&model), "--input", p(&valid_v)]);
+    let o = run(c);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = String::from_utf8(o.stdout).unwrap();
+    assert_eq!(out.lines().collect::<Vec<_>>(), sentences, "{out}");
+
+    // A sentence is likelier under its own vector than under the next one's.
+    let o = score(&model, &valid_v, &valid_t, &["--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let own = serde_json::from_slice::<Value>(&o.stdout).unwrap()["perplexity"]
+        .as_f64()
+        .unwrap();
+    let moved: String = centres[1..]
+        .iter()
+        .chain(&centres[..1])
+        .map(|c| line(c) + "\n")
+        .collect();
+    let moved = write(d.path(), "moved.vec", &moved);
+    let o = score(&model, &moved, &valid_t, &["--json"]);
+    let other = serde_json::from_slice::<Value>(&o.stdout).unwrap()["perplexity"]
+        .as_f64()
+        .unwrap();
+    assert!(own * 2.0 < other, "own vectors {own}, moved {other}");
+
+    // A vector of another dimension names its input line.
+    let bad = write(
+        d.path(),
+        "bad.vec",
+        &format!("{}1 2 3\n", line(&centres[0]) + "\n"),
+    );
+    let mut c = s2s();
+    c.args(["translate", "--model", p(&model), "--input", p(&bad)]);
+    let o = run(c);
+    assert!(!o.status.success());
+    let err = stderr(&o);
+    assert!(
+        err.contains("input 2: has 3 numbers where 4 are expected") && err.contains("fix:"),
+        "{err}"
+    );
+    // The server does not take vectors, and says so at start.
+    let mut c = s2s();
+    c.args(["serve", "--model", p(&model), "--addr", "127.0.0.1:0"]);
+    let o = run(c);
+    assert!(!o.status.success());
+    let err = stderr(&o);
+    assert!(
+        err.contains("conditioned on vectors (4 numbers each)") && err.contains("s2s translate"),
+        "{err}"
+    );
+    // Only the recurrent generators read vectors; the format belongs to generation.
+    let e = train_error(&data, "transformer-tiny", &d.path().join("m2"));
+    assert!(
+        e.contains("conditioned on vectors") && e.contains("--arch rnn-gru-cho"),
+        "{e}"
+    );
+    let o = prepare(&[
+        "--format",
+        "vectors",
+        "--train-src",
+        p(&train_v),
+        "--train-tgt",
+        p(&train_t),
+        "--out",
+        p(&d.path().join("d2")),
+    ]);
+    assert!(
+        stderr(&o).contains("--format vectors gives generation its conditions, but the task is translation; fix: pass --task generation"),
+        "{}",
+        stderr(&o)
+    );
+}

@@ -42,6 +42,7 @@ fn every_recipe_resolves_to_a_valid_run() {
             task: None,
             src_vocab: 8000,
             tgt_vocab: 8000,
+            src_vectors: false,
             model,
             train,
         };
@@ -255,6 +256,7 @@ fn a_score_that_does_not_fit_the_task_is_refused_with_the_ones_that_do() {
         task: None,
         src_vocab: 8000,
         tgt_vocab: 20,
+        src_vectors: false,
         model: model.clone(),
         train,
     };

@@ -237,6 +237,9 @@ pub struct Batch {
     /// A speech batch's frames, which the model reads instead of `src` (then empty rows of
     /// `<eos>`).
     pub frames: Option<BatchFrames>,
+    /// A vector-conditioned batch's vectors ([`crate::vectors`]), which the model reads instead
+    /// of `src` (then empty rows of `<eos>`).
+    pub vectors: Option<crate::vectors::BatchVectors>,
     /// The spellings of the source tokens, for a model that reads characters.
     pub chars: Option<BatchChars>,
 }
@@ -285,6 +288,7 @@ impl Batch {
             tgt_mask,
             specials,
             frames: None,
+            vectors: None,
             chars: None,
         }
     }
@@ -313,6 +317,7 @@ impl Batch {
             tgt_mask: self.tgt_mask[range.start * t..range.end * t].to_vec(),
             specials: self.specials,
             frames: self.frames.as_ref().map(|f| f.rows(range.clone())),
+            vectors: self.vectors.as_ref().map(|v| v.rows(range.clone())),
             chars: self.chars.as_ref().map(|c| c.rows(range)),
         }
     }

@@ -20,6 +20,7 @@ use crate::error::{DataError, Result};
 use crate::io::read_text_file;
 use crate::task::Task;
 use crate::tokenizer::{TextTokenizer, TokenizerKind};
+use crate::vectors::{BatchVectors, SplitVectors};
 
 /// Name of the record file.
 pub const DATA_TOML: &str = "data.toml";
@@ -83,6 +84,15 @@ pub struct DataToml {
     /// Speech: how the audio became features, and their normalisation.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub audio: Option<AudioOptions>,
+    /// Generation conditioned on vectors ([`crate::vectors`]): their dimension.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vectors: Option<VectorOptions>,
+}
+
+/// A vector-conditioned DATA_DIR's sources: every vector has `dim` numbers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VectorOptions {
+    pub dim: usize,
 }
 
 /// How a speech DATA_DIR's audio became features: the extractor, and the training split's
@@ -272,7 +282,8 @@ pub struct SourceFile {
     pub sha256: String,
     pub lines: usize,
     /// `text` (one sentence per line), `tsv`, `conllu` (then `src_col` 2 and `tgt_col` the tag
-    /// column), `tagged` (`token/TAG`) or `labelled` (`LABEL text`).
+    /// column), `tagged` (`token/TAG`), `labelled` (`LABEL text`), `manifest` or `kaldi` (audio),
+    /// or `vectors` (one vector per line, [`crate::vectors`]).
     pub format: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub src_col: Option<usize>,
@@ -287,6 +298,8 @@ pub struct ParallelText {
     pub tgt: Vec<String>,
     /// Speech: each source's normalised features (`src` holds the audio paths).
     pub frames: Option<Arc<[Features]>>,
+    /// Vector conditions: each source's vector (`src` holds their text).
+    pub vectors: Option<SplitVectors>,
 }
 
 impl ParallelText {
@@ -311,6 +324,8 @@ pub struct EncodedSplit {
     pub src_words: Vec<crate::SourceWords>,
     /// Speech: each source's normalised feature frames (its `src` row is then empty).
     pub frames: Option<Arc<[Features]>>,
+    /// Vector conditions: each source's vector (its `src` row is then empty).
+    pub vectors: Option<SplitVectors>,
     /// For a model that reads characters ([`DataDir::encode_spelled`]), each source token's
     /// spelling (shared with the sources validation labels); empty otherwise.
     pub src_spellings: Vec<Arc<[String]>>,
@@ -359,6 +374,11 @@ impl EncodedSplit {
             let rows: Vec<&Features> = indices.iter().map(|&i| &frames[i]).collect();
             batch.frames = Some(BatchFrames::new(&rows));
         }
+        if let Some(vectors) = &self.vectors {
+            let rows: Vec<&[f32]> = indices.iter().map(|&i| &vectors[i][..]).collect();
+            let dim = rows.first().map_or(0, |v| v.len());
+            batch.vectors = Some(BatchVectors::new(&rows, dim));
+        }
         if !self.src_spellings.is_empty() {
             let rows: Vec<&[String]> = indices
                 .iter()
@@ -392,11 +412,13 @@ impl DataDir {
         }
     }
 
-    /// The width of a model's source: the source vocabulary, or for speech the feature bins.
+    /// The width of a model's source: the source vocabulary, for speech the feature bins, for
+    /// vector conditions their dimension.
     pub fn source_width(&self) -> usize {
-        match &self.meta.audio {
-            Some(audio) => audio.fbank.n_mels,
-            None => self.src_tokenizer.vocab_size(),
+        match (&self.meta.audio, &self.meta.vectors) {
+            (Some(audio), _) => audio.fbank.n_mels,
+            (None, Some(v)) => v.dim,
+            (None, None) => self.src_tokenizer.vocab_size(),
         }
     }
 
@@ -415,23 +437,25 @@ impl DataDir {
     fn encode_sources(&self, text: &ParallelText, spelled: bool) -> EncodedSplit {
         let options = &self.meta.options;
         let tokenizer = &self.src_tokenizer;
-        let (src, src_spellings) = match &text.frames {
-            Some(_) => (vec![Vec::new(); text.len()], Vec::new()),
-            None if spelled => text
-                .src
+        // Audio and vectors are read as they are: no source ids.
+        let (src, src_spellings) = if text.frames.is_some() || text.vectors.is_some() {
+            (vec![Vec::new(); text.len()], Vec::new())
+        } else if spelled {
+            text.src
                 .iter()
                 .map(|s| {
                     let (ids, spellings) = options.encode_source_spelled(tokenizer, s);
                     (ids, spellings.into())
                 })
-                .unzip(),
-            None => (
+                .unzip()
+        } else {
+            (
                 text.src
                     .iter()
                     .map(|s| options.encode_source(tokenizer, s, false).0)
                     .collect(),
                 Vec::new(),
-            ),
+            )
         };
         EncodedSplit {
             src,
@@ -443,6 +467,7 @@ impl DataDir {
             specials: self.specials(),
             src_words: Vec::new(),
             frames: text.frames.clone(),
+            vectors: text.vectors.clone(),
             src_spellings,
         }
     }
@@ -464,6 +489,7 @@ impl DataDir {
             specials: self.specials(),
             src_words: Vec::with_capacity(text.src.len()),
             frames: None,
+            vectors: None,
             src_spellings: Vec::new(),
         };
         for (s, t) in text.src.iter().zip(&text.tgt) {
@@ -547,6 +573,21 @@ pub fn read_data_toml(dir: impl AsRef<Path>) -> Result<DataToml> {
     Ok(meta)
 }
 
+/// A vector-conditioned split's sources, each of `dim` numbers.
+fn read_vectors(file: &crate::io::TextFile, dim: usize) -> Result<SplitVectors> {
+    file.lines
+        .iter()
+        .enumerate()
+        .map(|(i, line)| {
+            crate::vectors::parse_dim(line, Some(dim)).map_err(|problem| DataError::BadDataDir {
+                path: file.path.clone(),
+                message: format!("line {}: {problem} (or re-run `s2s prepare`)", i + 1),
+            })
+        })
+        .collect::<Result<Vec<_>>>()
+        .map(Arc::from)
+}
+
 /// Loads a data directory: `data.toml`, both tokenizers and every split it lists, checking that
 /// the line counts match the record.
 pub fn load_data_dir(path: impl AsRef<Path>) -> Result<DataDir> {
@@ -608,10 +649,15 @@ pub fn load_data_dir(path: impl AsRef<Path>) -> Result<DataDir> {
                 });
             }
         };
+        let vectors = match &meta.vectors {
+            Some(v) => Some(read_vectors(&src, v.dim)?),
+            None => None,
+        };
         Ok(ParallelText {
             src: src.lines,
             tgt: tgt.lines,
             frames,
+            vectors,
         })
     };
     let train = load(&meta.splits.train)?;

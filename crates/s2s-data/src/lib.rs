@@ -34,6 +34,7 @@ pub mod sentencepiece;
 pub mod signature;
 pub mod task;
 pub mod tokenizer;
+pub mod vectors;
 pub mod zh;
 
 /// Padding token id.

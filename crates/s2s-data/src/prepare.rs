@@ -24,7 +24,9 @@
 //! text or TSV already in that shape (the checks are the same); a labelled format of the other
 //! task is refused. Generation reads the same `LABEL text` files the other way round: the label
 //! is the source (the condition, a `split` tokenizer), the text the target (`bpe` by default);
-//! from parallel text or TSV the condition may be several labels. For all three, the label side
+//! from parallel text or TSV the condition may be several labels, and from a vectors file
+//! ([`CorpusSource::Vectors`], [`crate::vectors`]) it is a vector, checked and kept as numbers with
+//! no tokenizer of its own (the text's is saved as both sides). For all three, the label side
 //! keeps every label of the training split (`min_freq` does not apply to it; a `vocab_size` too
 //! small for the labels is an error), and labels of the validation and test splits that
 //! training never had become `<unk>`; they are counted (`unknown_labels`). Labels are names,
@@ -37,6 +39,7 @@ use crate::clean::{CleanConfig, clean_line, looks_chinese, looks_cjk};
 use crate::datadir::{
     AudioOptions, DATA_TOML, DataOptions, DataToml, FORMAT_VERSION, SRC_TOKENIZER_FILE, SourceFile,
     SplitName, SplitStats, SplitsInfo, TGT_TOKENIZER_FILE, TokenizerInfo, TokenizersInfo,
+    VectorOptions,
 };
 use crate::error::{DataError, Result};
 use crate::io::{atomic_write, read_text_file, split_tsv};
@@ -71,6 +74,9 @@ pub enum CorpusSource {
     Manifest { path: PathBuf },
     /// Speech: a Kaldi data folder, `wav.scp` and `text`.
     KaldiDir { path: PathBuf },
+    /// Generation conditioned on vectors: a file of one vector per line ([`crate::vectors`]) and
+    /// the aligned file of texts to write.
+    Vectors { src: PathBuf, tgt: PathBuf },
 }
 
 impl CorpusSource {
@@ -82,12 +88,29 @@ impl CorpusSource {
         )
     }
 
+    /// Whether its sources are vectors.
+    pub fn is_vectors(&self) -> bool {
+        matches!(self, CorpusSource::Vectors { .. })
+    }
+
+    /// What its sources are, for messages.
+    fn source_kind(&self) -> &'static str {
+        if self.is_audio() {
+            "audio"
+        } else if self.is_vectors() {
+            "vectors"
+        } else {
+            "text"
+        }
+    }
+
     /// The tasks a source's format is for; `None` for parallel text and TSV, which any task
     /// may read.
     fn format_tasks(&self) -> Option<(&'static [Task], &Path, &'static str)> {
         const TAGGING: &[Task] = &[Task::Tagging];
         const LABELLED: &[Task] = &[Task::Classification, Task::Generation];
         const SPEECH: &[Task] = &[Task::Asr, Task::Classification];
+        const GENERATION: &[Task] = &[Task::Generation];
         match self {
             CorpusSource::Parallel { .. } | CorpusSource::Tsv { .. } => None,
             CorpusSource::Manifest { path } => Some((SPEECH, path, "an audio manifest")),
@@ -95,6 +118,7 @@ impl CorpusSource {
             CorpusSource::Conllu { path, .. } => Some((TAGGING, path, "a CoNLL-U file")),
             CorpusSource::Tagged { path } => Some((TAGGING, path, "a token/TAG file")),
             CorpusSource::Labelled { path } => Some((LABELLED, path, "a LABEL-text file")),
+            CorpusSource::Vectors { src, .. } => Some((GENERATION, src, "a vectors file")),
         }
     }
 }
@@ -147,6 +171,11 @@ impl PrepareConfig {
     /// (spoken words to classify).
     pub fn reads_audio(&self) -> bool {
         self.task == Task::Asr || self.train.is_audio()
+    }
+
+    /// Whether the sources are vectors (generation conditioned on them).
+    pub fn reads_vectors(&self) -> bool {
+        self.train.is_vectors()
     }
 
     /// A config with the defaults: translation, automatic tokenizers, [`DEFAULT_VOCAB_SIZE`],
@@ -220,7 +249,7 @@ fn abs_path(p: &Path) -> String {
 /// for classification and (label, text) for generation.
 fn read_raw(name: SplitName, source: &CorpusSource, task: Task) -> Result<RawSplit> {
     match source {
-        CorpusSource::Parallel { src, tgt } => {
+        CorpusSource::Parallel { src, tgt } | CorpusSource::Vectors { src, tgt } => {
             let s = read_text_file(src)?;
             let t = read_text_file(tgt)?;
             if s.lines.len() != t.lines.len() {
@@ -231,17 +260,22 @@ fn read_raw(name: SplitName, source: &CorpusSource, task: Task) -> Result<RawSpl
                     tgt_lines: t.lines.len(),
                 });
             }
-            let rec = |f: &crate::io::TextFile, side: &str| SourceFile {
+            let rec = |f: &crate::io::TextFile, side: &str, format: &str| SourceFile {
                 split: name.as_str().to_owned(),
                 side: side.to_owned(),
                 path: abs_path(&f.path),
                 sha256: f.sha256.clone(),
                 lines: f.lines.len(),
-                format: "text".to_owned(),
+                format: format.to_owned(),
                 src_col: None,
                 tgt_col: None,
             };
-            let sources = vec![rec(&s, "src"), rec(&t, "tgt")];
+            let src_format = if source.is_vectors() {
+                "vectors"
+            } else {
+                "text"
+            };
+            let sources = vec![rec(&s, "src", src_format), rec(&t, "tgt", "text")];
             Ok(RawSplit {
                 src: s.lines,
                 tgt: t.lines,
@@ -387,14 +421,14 @@ struct CleanSplit {
 
 /// Cleans a split: keeps the non-empty pairs and counts. For a labelling task, checks the
 /// shape of every kept pair: as many tags as tokens (tagging), one label (classification). An
-/// `audio` source is a path, kept as it is.
+/// `raw_source` (an audio path, a vector) is kept as it is.
 fn clean_split(
     raw: RawSplit,
     clean: &CleanConfig,
     (src_zh, tgt_zh): (bool, bool),
     name: SplitName,
     task: Task,
-    audio: bool,
+    raw_source: bool,
 ) -> Result<CleanSplit> {
     let (src_file, tgt_file) = name.file_names();
     let mut stats = SplitStats {
@@ -407,8 +441,8 @@ fn clean_split(
     let mut pairs = Vec::with_capacity(raw.src.len());
     let mut origin = Vec::with_capacity(raw.src.len());
     for (i, (s, t)) in raw.src.iter().zip(&raw.tgt).enumerate() {
-        // An audio path is a name, not text.
-        let cs = if audio {
+        // An audio path is a name, and a vector numbers, not text.
+        let cs = if raw_source {
             s.clone()
         } else {
             clean_line(s, clean, src_zh)
@@ -456,12 +490,13 @@ fn clean_split(
 /// Applies the length filter (if `filter`) and counts tokens. For a task with labels also counts
 /// the labels their side's vocabulary does not have (`<unk>`), and checks that each tagging
 /// pair has one source id per tag id. Returns the kept pairs, and where the first pair with an
-/// unknown label came from. An `audio` source is measured later, in frames.
+/// unknown label came from. A `raw_source` (audio, vectors) has no tokens: audio is measured
+/// later, in frames, and a vector is one position.
 fn length_pass(
     split: &mut CleanSplit,
     (src_tok, tgt_tok): (&TextTokenizer, &TextTokenizer),
     options: &DataOptions,
-    audio: bool,
+    raw_source: bool,
     filter: bool,
 ) -> Result<(Pairs, Option<String>)> {
     let (max_len, task) = (options.max_len, options.task);
@@ -469,13 +504,16 @@ fn length_pass(
     stats.length_filtered = filter && max_len > 0;
     let unk = tgt_tok.specials().unk;
     let (mut unknown, mut unknown_pairs, mut first_unknown) = (0usize, 0usize, None);
+    // Labels are counted where they are tokens: not a vector condition.
+    let label_side = task
+        .label_side()
+        .filter(|&side| side == LabelSide::Target || !raw_source);
     let mut kept = Vec::with_capacity(split.pairs.len());
     for ((s, t), &i) in std::mem::take(&mut split.pairs)
         .into_iter()
         .zip(&split.origin)
     {
-        // Speech sources are measured in frames, once the features exist.
-        let mut src_ids = if audio {
+        let mut src_ids = if raw_source {
             Vec::new()
         } else {
             src_tok.encode(&s)
@@ -496,7 +534,7 @@ fn length_pass(
             stats.dropped_too_long += 1;
             continue;
         }
-        if let Some(side) = task.label_side() {
+        if let Some(side) = label_side {
             let (text, ids) = match side {
                 LabelSide::Source => (&s, &src_ids),
                 LabelSide::Target => (&t, &tgt_ids),
@@ -520,7 +558,7 @@ fn length_pass(
         kept.push((s, t));
     }
     stats.kept = kept.len();
-    if task.label_side().is_some() {
+    if label_side.is_some() {
         stats.unknown_labels = Some(unknown);
         stats.pairs_with_unknown_labels = Some(unknown_pairs);
     }
@@ -578,6 +616,18 @@ fn tokenizer_kinds(
             }
             Ok((cfg.src_tokenizer.unwrap_or(TokenizerKind::Word), tgt))
         }
+        Task::Generation if cfg.reads_vectors() => {
+            if cfg.src_tokenizer.is_some() {
+                return Err(DataError::Config(
+                    "the conditions are vectors, which have no tokenizer; fix: drop \
+                     --src-tokenizer (choose the text's with --tgt-tokenizer or --tokenizer)"
+                        .into(),
+                ));
+            }
+            // The text's tokenizer, saved as both sides (as for asr).
+            let t = cfg.tgt_tokenizer.unwrap_or(text_default(tgt_cjk));
+            Ok((t, t))
+        }
         Task::Generation => {
             let src = needs_split(
                 "source",
@@ -633,9 +683,44 @@ fn text_default(cjk: bool) -> TokenizerKind {
     }
 }
 
+/// Checks every vector of every split (a blank line is left for cleaning to drop and count)
+/// and rewrites it in [`crate::vectors::format`]; returns their dimension, the first training
+/// vector's, which the others must have.
+fn check_vectors(raws: &mut [(SplitName, RawSplit)]) -> Result<usize> {
+    let mut dim: Option<(usize, String)> = None;
+    for (name, raw) in raws.iter_mut() {
+        for (i, line) in raw.src.iter_mut().enumerate() {
+            if line.trim().is_empty() {
+                line.clear();
+                continue;
+            }
+            let v = crate::vectors::parse(line).map_err(|problem| {
+                DataError::Config(format!("the {name} split, {}: {problem}", raw.place.at(i)))
+            })?;
+            match &dim {
+                None => dim = Some((v.len(), raw.place.at(i))),
+                Some((d, first)) if v.len() != *d => {
+                    return Err(DataError::Config(format!(
+                        "the {name} split, {}: a vector of {} numbers, but the first one ({first}) \
+                         has {d}; fix: give every vector the same number of numbers",
+                        raw.place.at(i),
+                        v.len()
+                    )));
+                }
+                Some(_) => {}
+            }
+            *line = crate::vectors::format(&v);
+        }
+    }
+    dim.map(|(d, _)| d).ok_or_else(|| DataError::EmptyCorpus {
+        what: "the training split's vectors".to_owned(),
+    })
+}
+
 /// Checks that given tokenizers (`--tokenizers-from`) suit the task.
 fn check_given_tokenizers(
     task: Task,
+    vectors: bool,
     (src, tgt): (&TextTokenizer, &TextTokenizer),
     (src_path, tgt_path): (&Path, &Path),
 ) -> Result<()> {
@@ -643,6 +728,8 @@ fn check_given_tokenizers(
         Task::Translation | Task::Asr => &[],
         Task::Tagging => &[(src, src_path), (tgt, tgt_path)],
         Task::Classification => &[(tgt, tgt_path)],
+        // A vector condition has no tokens: both files are the text's tokenizer.
+        Task::Generation if vectors => &[],
         Task::Generation => &[(src, src_path)],
     };
     for (tok, path) in sides {
@@ -753,17 +840,20 @@ pub fn prepare(cfg: &PrepareConfig, progress: &dyn Fn(&str)) -> Result<DataToml>
 
     for (name, source) in [(SplitName::Valid, &cfg.valid), (SplitName::Test, &cfg.test)] {
         if let Some(source) = source
-            && source.is_audio() != cfg.train.is_audio()
+            && source.source_kind() != cfg.train.source_kind()
         {
-            let kind = |s: &CorpusSource| if s.is_audio() { "audio" } else { "text" };
             return Err(DataError::Config(format!(
                 "the training split is {}, but the {name} split is {}; fix: give every split \
-                 in one kind (audio manifests or Kaldi folders for audio)",
-                kind(&cfg.train),
-                kind(source)
+                 in one kind (audio manifests or Kaldi folders for audio, --format vectors for \
+                 vectors)",
+                cfg.train.source_kind(),
+                source.source_kind()
             )));
         }
     }
+    let vectors = cfg.reads_vectors();
+    // Audio paths and vectors are kept as they are: they are not text.
+    let raw_source = audio || vectors;
 
     // Read everything first: a bad input fails before anything is written.
     let mut raws: Vec<(SplitName, RawSplit)> = Vec::new();
@@ -780,6 +870,11 @@ pub fn prepare(cfg: &PrepareConfig, progress: &dyn Fn(&str)) -> Result<DataToml>
             raws.push((name, raw));
         }
     }
+    let vector_dim = if vectors {
+        Some(check_vectors(&mut raws)?)
+    } else {
+        None
+    };
     let train_raw = &raws[0].1;
     let src_lang = cfg.src_lang.as_deref();
     let tgt_lang = cfg.tgt_lang.as_deref();
@@ -859,7 +954,7 @@ pub fn prepare(cfg: &PrepareConfig, progress: &dyn Fn(&str)) -> Result<DataToml>
             (src_zh, tgt_zh),
             name,
             task,
-            audio,
+            raw_source,
         )?);
     }
     let train_pairs = &cleaned[0].pairs;
@@ -873,7 +968,7 @@ pub fn prepare(cfg: &PrepareConfig, progress: &dyn Fn(&str)) -> Result<DataToml>
     let (src_tok, tgt_tok) = if let Some((src, tgt)) = &cfg.tokenizers_from {
         progress("loading the given tokenizers");
         let (s, t) = TextTokenizer::pair_from_files(src, tgt)?;
-        check_given_tokenizers(task, (&s, &t), (src, tgt))?;
+        check_given_tokenizers(task, vectors, (&s, &t), (src, tgt))?;
         if s.specials() != t.specials() {
             return Err(DataError::Config(format!(
                 "{} and {} reserve different special ids; fix: pass the two tokenizers of one model",
@@ -882,9 +977,9 @@ pub fn prepare(cfg: &PrepareConfig, progress: &dyn Fn(&str)) -> Result<DataToml>
             )));
         }
         (s, t)
-    } else if audio {
+    } else if raw_source {
         // Saved as both sides, so that a DATA_DIR and a MODEL_DIR keep their usual files.
-        progress(&format!("training the transcripts' {tgt_kind} tokenizer"));
+        progress(&format!("training the target {tgt_kind} tokenizer"));
         let t = train_tokenizer(&tgt_spec, train_pairs.iter().map(|p| p.1.as_str()))?;
         (t.clone(), t)
     } else if cfg.joint {
@@ -909,8 +1004,13 @@ pub fn prepare(cfg: &PrepareConfig, progress: &dyn Fn(&str)) -> Result<DataToml>
         let name = split.name;
         progress(&format!("measuring the {name} split"));
         let is_train = name == SplitName::Train;
-        let (kept, first_unknown) =
-            length_pass(&mut split, (&src_tok, &tgt_tok), &options, audio, is_train)?;
+        let (kept, first_unknown) = length_pass(
+            &mut split,
+            (&src_tok, &tgt_tok),
+            &options,
+            raw_source,
+            is_train,
+        )?;
         if is_train && let Some(first) = first_unknown {
             let n = split.stats.unknown_labels.unwrap_or(0);
             let side = match label_side {
@@ -937,6 +1037,10 @@ pub fn prepare(cfg: &PrepareConfig, progress: &dyn Fn(&str)) -> Result<DataToml>
             return Err(DataError::EmptyCorpus {
                 what: format!("the {name} split"),
             });
+        }
+        if vectors {
+            // One source position per vector.
+            split.stats.src_tokens = kept.len();
         }
         finals.push((name, kept, split.stats));
     }
@@ -1040,6 +1144,7 @@ pub fn prepare(cfg: &PrepareConfig, progress: &dyn Fn(&str)) -> Result<DataToml>
         splits,
         sources,
         audio,
+        vectors: vector_dim.map(|dim| VectorOptions { dim }),
     };
     crate::datadir::write_data_toml(&cfg.out, &record)?;
     Ok(record)

@@ -724,3 +724,110 @@ fn audio_and_text_splits_do_not_mix() {
         );
     }
 }
+
+#[test]
+fn generation_conditioned_on_vectors() {
+    let d = tempfile::tempdir().unwrap();
+    let vecs = write(
+        d.path(),
+        "train.vec",
+        "1 0 0\n0 1e0 0\n\n0\t0 1\n0.5 0.5 0\n",
+    );
+    let text = write(
+        d.path(),
+        "train.txt",
+        "the red one\nthe green one\nlost\nthe blue one\nhalf red half green\n",
+    );
+    let tvec = write(d.path(), "test.vec", "0 0 1\n");
+    let ttxt = write(d.path(), "test.txt", "the blue one\n");
+    let mut cfg = PrepareConfig::new(
+        CorpusSource::Vectors {
+            src: vecs.clone(),
+            tgt: text.clone(),
+        },
+        d.path().join("out"),
+    );
+    cfg.task = Task::Generation;
+    cfg.tgt_tokenizer = Some(TokenizerKind::Word);
+    cfg.test = Some(CorpusSource::Vectors {
+        src: tvec,
+        tgt: ttxt,
+    });
+    assert!(cfg.reads_vectors());
+    let rec = prepare(&cfg, &|_| {}).unwrap();
+    assert_eq!(rec.vectors.map(|v| v.dim), Some(3));
+    // The blank vector's pair is dropped and counted; no labels to count.
+    let train = &rec.splits.train;
+    assert_eq!((train.kept, train.dropped_empty), (4, 1));
+    assert_eq!(train.src_tokens, 4, "one source position per vector");
+    assert_eq!(train.unknown_labels, None);
+    assert_eq!(rec.sources[0].format, "vectors");
+    // Both tokenizers are the text's.
+    assert_eq!(rec.tokenizers.src.kind, TokenizerKind::Word);
+    let data = load_data_dir(d.path().join("out")).unwrap();
+    assert_eq!(data.source_width(), 3);
+    assert_eq!(data.train.src[1], "0 1 0", "rewritten in one spelling");
+    let vectors = data.train.vectors.as_ref().unwrap();
+    assert_eq!(vectors[3], vec![0.5, 0.5, 0.0]);
+    let enc = data.encode(&data.train);
+    assert!(enc.src.iter().all(Vec::is_empty));
+    let batch = enc.batch(&[2, 0]);
+    let bv = batch.vectors.as_ref().unwrap();
+    assert_eq!(
+        (bv.dim, &bv.data[..]),
+        (3, &[0.0, 0.0, 1.0, 1.0, 0.0, 0.0][..])
+    );
+    assert_eq!(batch.src_len, 1, "an <eos> row beside each vector");
+
+    // A bad number and a wrong dimension name the split, file and line; nothing is written.
+    let bad_vecs = write(d.path(), "bad.vec", "1 0 0\n0 x 0\n");
+    let two = write(d.path(), "two.txt", "a\nb\n");
+    let mut bad = PrepareConfig::new(
+        CorpusSource::Vectors {
+            src: bad_vecs,
+            tgt: two.clone(),
+        },
+        d.path().join("bad"),
+    );
+    bad.task = Task::Generation;
+    let msg = config_error(&bad);
+    assert!(
+        msg.contains("bad.vec:2")
+            && msg.contains("item 2 (`x`) is not a number")
+            && msg.contains("fix:"),
+        "{msg}"
+    );
+    assert!(!d.path().join("bad").exists());
+    let short = write(d.path(), "short.vec", "1 0 0\n1 0\n");
+    bad.train = CorpusSource::Vectors {
+        src: short,
+        tgt: two,
+    };
+    let msg = config_error(&bad);
+    assert!(
+        msg.contains("short.vec:2")
+            && msg.contains("a vector of 2 numbers")
+            && msg.contains("has 3"),
+        "{msg}"
+    );
+    // Vectors are generation's only, have no tokenizer, and do not mix with text splits.
+    let mut wrong = cfg.clone();
+    wrong.out = d.path().join("w1");
+    wrong.task = Task::Translation;
+    assert!(config_error(&wrong).contains("a vectors file, which is generation data"));
+    let mut wrong = cfg.clone();
+    wrong.out = d.path().join("w2");
+    wrong.src_tokenizer = Some(TokenizerKind::Word);
+    assert!(config_error(&wrong).contains("drop --src-tokenizer"));
+    let mut wrong = cfg.clone();
+    wrong.out = d.path().join("w3");
+    wrong.test = Some(CorpusSource::Parallel {
+        src: vecs,
+        tgt: text,
+    });
+    let msg = config_error(&wrong);
+    assert!(
+        msg.contains("the training split is vectors, but the test split is text"),
+        "{msg}"
+    );
+}

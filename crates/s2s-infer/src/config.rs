@@ -178,8 +178,13 @@ pub struct RunConfig {
     /// ([`ModelConfig::task`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task: Option<Task>,
+    /// The source's width: its vocabulary, a speech model's feature bins, or a
+    /// vector-conditioned model's vector dimension (see `src_vectors`).
     pub src_vocab: usize,
     pub tgt_vocab: usize,
+    /// The source is a vector of `src_vocab` numbers ([`s2s_data::vectors`]), not tokens.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub src_vectors: bool,
     pub model: ModelConfig,
     pub train: TrainConfig,
 }
@@ -198,6 +203,7 @@ impl RunConfig {
             task: Some(data.meta.options.task),
             src_vocab: data.source_width(),
             tgt_vocab: data.tgt_tokenizer.vocab_size(),
+            src_vectors: data.meta.vectors.is_some(),
             model,
             train,
         }
@@ -304,7 +310,12 @@ impl RunConfig {
     /// and the training options.
     pub fn validate(&self) -> Result<(), String> {
         let specials = s2s_data::SPECIAL_TOKENS.len();
-        for (name, v) in [("src_vocab", self.src_vocab), ("tgt_vocab", self.tgt_vocab)] {
+        if self.src_vectors && self.src_vocab == 0 {
+            return Err("src_vocab = 0: a vector condition has at least one number".into());
+        }
+        let vocabularies = [("src_vocab", self.src_vocab), ("tgt_vocab", self.tgt_vocab)];
+        // A vector's width is its dimension, not a vocabulary.
+        for (name, v) in vocabularies.into_iter().skip(usize::from(self.src_vectors)) {
             if v <= specials {
                 return Err(format!(
                     "{name} = {v}: a vocabulary holds the {specials} special tokens and at least one more"

@@ -155,9 +155,21 @@ pub fn load(dir: &Path, device: &Device) -> Result<LoadedModel, InferError> {
     let (src_tokenizer, tgt_tokenizer) =
         TextTokenizer::pair_from_files(dir.join(SRC_TOKENIZER), dir.join(TGT_TOKENIZER))
             .map_err(|e| InferError::Config(e.to_string()))?;
-    // A speech model's source is frames of the data's bins, not the (transcripts') tokens.
-    let src_side = match &data.audio {
-        Some(audio) => {
+    // A speech model's source is frames of the data's bins, and a vector-conditioned one's
+    // vectors, not the (transcripts' or texts') tokens.
+    let src_side = match (&data.audio, &data.vectors) {
+        (None, Some(v)) => {
+            if v.dim != run.src_vocab {
+                return Err(InferError::Config(format!(
+                    "{} records vectors of {} numbers but {CONFIG} says the model reads {}: the data record does not belong to this model",
+                    dir.join(DATA_TOML).display(),
+                    v.dim,
+                    run.src_vocab
+                )));
+            }
+            None
+        }
+        (Some(audio), _) => {
             if audio.fbank.n_mels != run.src_vocab {
                 return Err(InferError::Config(format!(
                     "{} records {} mel bins but {CONFIG} says the model reads {}: the data record does not belong to this model",
@@ -168,7 +180,7 @@ pub fn load(dir: &Path, device: &Device) -> Result<LoadedModel, InferError> {
             }
             None
         }
-        None => Some((&src_tokenizer, SRC_TOKENIZER, run.src_vocab)),
+        (None, None) => Some((&src_tokenizer, SRC_TOKENIZER, run.src_vocab)),
     };
     for (t, name, want) in
         src_side
@@ -331,6 +343,7 @@ mod tests {
             task: None,
             src_vocab: 20,
             tgt_vocab: 20,
+            src_vectors: false,
             model,
             train,
         }

@@ -16,7 +16,7 @@
 use crate::InferError;
 use crate::model_dir::{self, LoadedModel};
 use burn::tensor::Device;
-use s2s_models::decoder::{ModelSource, TextSource};
+use s2s_models::decoder::{ModelSource, TextSource, Vector};
 use s2s_models::speech::Frames;
 use s2s_search::{Hypothesis, SearchConfig, Source};
 use serde::{Deserialize, Serialize};
@@ -137,7 +137,9 @@ impl Translator {
         member: &LoadedModel,
     ) -> Result<(), InferError> {
         let l = &self.loaded;
-        let differs = if member.data.options != l.data.options || member.data.audio != l.data.audio
+        let differs = if member.data.options != l.data.options
+            || member.data.audio != l.data.audio
+            || member.data.vectors != l.data.vectors
         {
             Some("its data was prepared with other options (data.toml)")
         } else if member.src_tokenizer.vocab() != l.src_tokenizer.vocab() {
@@ -389,6 +391,17 @@ impl Translator {
         }
         let l = &self.loaded;
         let models = self.models();
+        if let Some(vectors) = self.vector_sources(sources)? {
+            let targets: Vec<Vec<u32>> = refs.iter().map(|r| self.encode_target(r, &[])).collect();
+            return Ok(s2s_models::scoring::score_ensemble(
+                &models,
+                &l.device,
+                &vectors,
+                &targets,
+                self.specials(),
+                batch_size,
+            ));
+        }
         if self.reads_audio() {
             let frames = self.audio_frames(sources)?;
             let targets: Vec<Vec<u32>> = refs.iter().map(|r| self.encode_target(r, &[])).collect();
@@ -563,6 +576,30 @@ impl Translator {
         self.loaded.data.audio.is_some()
     }
 
+    /// The dimension of a vector-conditioned model's inputs: each is a line of that many numbers
+    /// ([`s2s_data::vectors`]).
+    pub fn vector_dim(&self) -> Option<usize> {
+        self.loaded.data.vectors.map(|v| v.dim)
+    }
+
+    /// A vector-conditioned model's inputs, each line parsed as a vector of its dimension; an
+    /// error names the first bad line (1-based). `None` for any other model.
+    pub fn vector_sources(&self, lines: &[String]) -> Result<Option<Vec<Vector>>, InferError> {
+        let Some(dim) = self.vector_dim() else {
+            return Ok(None);
+        };
+        lines
+            .iter()
+            .enumerate()
+            .map(|(i, line)| {
+                s2s_data::vectors::parse_dim(line, Some(dim))
+                    .map(|v| Vector(v.into()))
+                    .map_err(|problem| InferError::Request(format!("input {}: {problem}", i + 1)))
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map(Some)
+    }
+
     /// The model's view of the audio file at each path: its features, normalised as in
     /// training.
     pub fn audio_frames(&self, paths: &[String]) -> Result<Vec<Frames>, InferError> {
@@ -667,6 +704,15 @@ impl Translator {
     ) -> Result<Vec<Translation>, InferError> {
         if self.reads_audio() {
             return self.transcribe(texts, cfg, batch_size);
+        }
+        if let Some(vectors) = self.vector_sources(texts)? {
+            let results = self.search_skipping_blanks(&vectors, |_| false, cfg, batch_size)?;
+            // One attention column: the vector.
+            return Ok(texts
+                .iter()
+                .zip(&results)
+                .map(|(text, hyps)| self.describe_tokens(text, vec!["<vector>".into()], &[], hyps))
+                .collect());
         }
         let sources = self.encode_all(texts);
         let results = self.search(&sources, cfg, batch_size)?;

@@ -51,6 +51,13 @@ impl ModelConfig {
         }
     }
 
+    /// Whether the model can read a vector condition ([`crate::PaddedSource::vectors`]) in place
+    /// of source ids: the recurrent encoder-decoders, which embed it through their source table,
+    /// except a copy model (there is nothing to copy from a vector).
+    pub fn reads_vectors(&self) -> bool {
+        matches!(self, ModelConfig::Rnn(c) if !c.copy)
+    }
+
     /// Whether the model reads each source token's spelling as well as its id
     /// (`[model.chars]`).
     pub fn reads_characters(&self) -> bool {

@@ -47,6 +47,53 @@ impl ModelSource for Frames {
     }
 }
 
+/// FNV-1a over `key`, a shape and the values' bits: the same on every build and platform.
+pub(crate) fn fingerprint_floats(key: u64, shape: &[u64], values: &[f32]) -> u64 {
+    let values = values.iter().map(|x| u64::from(x.to_bits()));
+    [key]
+        .into_iter()
+        .chain(shape.iter().copied())
+        .chain(values)
+        .fold(0xcbf2_9ce4_8422_2325, |h, w| {
+            (h ^ w).wrapping_mul(0x0000_0100_0000_01b3)
+        })
+}
+
+/// A vector-conditioned model's source ([`s2s_data::vectors`]): one vector, read as one
+/// position, shared (not copied) between the batches of a search.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Vector(pub std::sync::Arc<[f32]>);
+
+impl Source for Vector {
+    fn len(&self) -> usize {
+        1
+    }
+
+    fn fingerprint(&self, key: u64) -> u64 {
+        fingerprint_floats(key, &[self.0.len() as u64], &self.0)
+    }
+}
+
+impl ModelSource for Vector {
+    fn pad_batch(sources: &[Self], _special: &SpecialTokens, device: &Device) -> PaddedSource {
+        let dim = sources.first().map_or(1, |v| v.0.len());
+        let mut data = Vec::with_capacity(sources.len() * dim);
+        for v in sources {
+            assert_eq!(
+                v.0.len(),
+                dim,
+                "every vector of a batch has the same dimension"
+            );
+            data.extend_from_slice(&v.0);
+        }
+        PaddedSource::from_vectors(data, dim, device)
+    }
+
+    fn token_ids(&self) -> &[u32] {
+        &[]
+    }
+}
+
 /// A text as a model reads it: its token ids (without the `<eos>` the batch adds) and, for a
 /// model that reads characters, each token's spelling ([`s2s_data::chars`]). The spellings are
 /// shared, not copied, between the batches of a search.
@@ -179,7 +226,7 @@ impl<S: ModelSource> StepModel for Decoder<'_, S> {
         let copy_src = self.model.copy_gate().map(|_| src.ids.clone());
         let model = match self.model {
             Seq2SeqModel::Rnn(m) => {
-                let (enc, dec) = m.encode(src.ids, src.pad);
+                let (enc, dec) = m.encode_source(&src);
                 let enc = m.project_memory(enc);
                 ModelState::Rnn { enc, dec }
             }

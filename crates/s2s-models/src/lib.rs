@@ -119,11 +119,12 @@ impl Seq2SeqModel {
         tgt_in: Tensor<2, Int>,
         feed_gold: Option<&mut dyn FnMut(usize) -> Tensor<1, Bool>>,
     ) -> Tensor<3> {
-        let (ids, pad) = (src.ids.clone(), src.pad.clone());
         match self {
-            Seq2SeqModel::Rnn(m) => m.teacher_hidden(ids, pad, tgt_in, feed_gold).0,
+            Seq2SeqModel::Rnn(m) => m.teacher_hidden(src, tgt_in, feed_gold).0,
             Seq2SeqModel::Transformer(m) => m.teacher_hidden(src, tgt_in).0,
-            Seq2SeqModel::ConvS2S(m) => m.teacher_hidden(ids, pad, tgt_in).0,
+            Seq2SeqModel::ConvS2S(m) => {
+                m.teacher_hidden(src.ids.clone(), src.pad.clone(), tgt_in).0
+            }
             Seq2SeqModel::Labeller(m) => m.features(src),
         }
     }
@@ -153,10 +154,9 @@ impl Seq2SeqModel {
                 2,
             );
         };
-        let (ids, pad) = (src.ids.clone(), src.pad.clone());
         let (hidden, attention) = match self {
             Seq2SeqModel::Rnn(m) => {
-                let (hidden, attns) = m.teacher_hidden(ids, pad, tgt_in, feed_gold);
+                let (hidden, attns) = m.teacher_hidden(src, tgt_in, feed_gold);
                 (hidden, Tensor::stack(attns, 1))
             }
             Seq2SeqModel::Transformer(m) => m.teacher_hidden(src, tgt_in),
@@ -273,6 +273,9 @@ pub struct PaddedSource {
     /// `[batch, len, width]` character ids of each token's spelling ([`s2s_data::chars`]), for a
     /// model that reads characters.
     pub chars: Option<Tensor<3, Int>>,
+    /// `[batch, dim]`: a vector-conditioned model's conditions ([`s2s_data::vectors`]), each
+    /// read as one source position (`ids` and `pad` then `[batch, 1]`).
+    pub vectors: Option<Tensor<2>>,
 }
 
 impl PaddedSource {
@@ -297,16 +300,35 @@ impl PaddedSource {
             pad: Tensor::from_data(TensorData::new(pad, [batch, len]), device),
             frames: None,
             chars: None,
+            vectors: None,
         }
     }
 
     /// A training or scoring batch's source: its frames when it has them, else its ids (and
     /// their spellings where it has them).
     pub fn from_batch(b: &s2s_data::Batch, device: &Device) -> Self {
-        match &b.frames {
-            Some(f) => Self::from_frames(f.data.clone(), &f.lens, f.len, f.bins, device),
-            None => Self::from_flat(&b.src, b.batch_size, b.src_len, b.specials.pad, device)
-                .with_chars(b.chars.as_ref(), device),
+        match (&b.frames, &b.vectors) {
+            (Some(f), _) => Self::from_frames(f.data.clone(), &f.lens, f.len, f.bins, device),
+            (None, Some(v)) => Self::from_vectors(v.data.clone(), v.dim, device),
+            (None, None) => {
+                Self::from_flat(&b.src, b.batch_size, b.src_len, b.specials.pad, device)
+                    .with_chars(b.chars.as_ref(), device)
+            }
+        }
+    }
+
+    /// From row-major vectors `[batch, dim]`: one source position per row.
+    pub fn from_vectors(vectors: Vec<f32>, dim: usize, device: &Device) -> Self {
+        let batch = vectors.len() / dim.max(1);
+        Self {
+            ids: Tensor::zeros([batch, 1], device),
+            pad: Tensor::<2, Bool>::full([batch, 1], false, device),
+            frames: None,
+            chars: None,
+            vectors: Some(Tensor::from_data(
+                TensorData::new(vectors, [batch, dim]),
+                device,
+            )),
         }
     }
 
@@ -352,6 +374,7 @@ impl PaddedSource {
                 device,
             )),
             chars: None,
+            vectors: None,
         }
     }
 }

@@ -165,14 +165,8 @@ impl Source for Frames {
 
     /// FNV-1a over the shape and the values' bits: the same on every build and platform.
     fn fingerprint(&self, key: u64) -> u64 {
-        let words = [key, self.0.frames as u64, self.0.bins as u64];
-        let values = self.0.data.iter().map(|x| u64::from(x.to_bits()));
-        words
-            .into_iter()
-            .chain(values)
-            .fold(0xcbf2_9ce4_8422_2325, |h, w| {
-                (h ^ w).wrapping_mul(0x0000_0100_0000_01b3)
-            })
+        let shape = [self.0.frames as u64, self.0.bins as u64];
+        crate::decoder::fingerprint_floats(key, &shape, &self.0.data)
     }
 }
 

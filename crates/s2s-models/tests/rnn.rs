@@ -333,3 +333,38 @@ fn cached_decoding_matches_the_parallel_pass() {
         common::check_cached_matches_uncached(&common::build(&cfg));
     }
 }
+
+/// A vector condition is embedded as `v E`: a one-hot vector reads exactly as its token would,
+/// in every recurrent family, and a mixture of two rows as neither.
+#[test]
+fn a_one_hot_vector_reads_as_its_token() {
+    let device = Device::flex();
+    let tgt_in: Tensor<2, Int> =
+        Tensor::from_data(TensorData::new(vec![2i64, 6, 5, 4], [1, 4]), &device);
+    let one_hot = |ids: &[(usize, f32)]| {
+        let mut v = vec![0.0f32; VOCAB];
+        for &(i, x) in ids {
+            v[i] = x;
+        }
+        PaddedSource::from_vectors(v, VOCAB, &device)
+    };
+    for name in [
+        "rnn-lstm-tiny",
+        "rnn-gru-cho-tiny",
+        "rnnsearch-tiny",
+        "luong-tiny",
+    ] {
+        let m = model(name, &device);
+        let logits = |src: &PaddedSource| floats(m.forward_teacher(src, tgt_in.clone(), None));
+        let token = logits(&PaddedSource::new(&[vec![5]], 0, &device));
+        let vector = logits(&one_hot(&[(5, 1.0)]));
+        assert!(
+            max_abs_diff(&token, &vector) < 1e-5,
+            "{name}: the one-hot vector of token 5 reads otherwise"
+        );
+        let mixed = logits(&one_hot(&[(5, 0.5), (7, 0.5)]));
+        let other = logits(&PaddedSource::new(&[vec![7]], 0, &device));
+        assert!(max_abs_diff(&token, &mixed) > 1e-4, "{name}");
+        assert!(max_abs_diff(&other, &mixed) > 1e-4, "{name}");
+    }
+}

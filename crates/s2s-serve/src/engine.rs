@@ -288,6 +288,16 @@ impl Engine {
                         return;
                     }
                 };
+                if let Some(dim) = translator.vector_dim() {
+                    let _ = ready_tx.send(Err(anyhow::anyhow!(
+                        "{} is conditioned on vectors ({dim} numbers each), which the server \
+                         does not take; fix: generate with `s2s translate --model {} --input \
+                         VECTORS` (one vector per line)",
+                        dirs[0].display(),
+                        dirs[0].display()
+                    )));
+                    return;
+                }
                 if let Some(decoding) = cfg.decoding.clone() {
                     translator.set_decoding(decoding);
                 }

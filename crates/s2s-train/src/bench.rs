@@ -119,6 +119,7 @@ pub fn synthetic_batch(shape: &Shape) -> Batch {
         tgt_mask,
         specials: s2s_data::Specials::S2S,
         frames: None,
+        vectors: None,
         chars: None,
     }
 }

@@ -76,6 +76,9 @@ enum FormatArg {
     Manifest,
     /// Speech: a Kaldi data folder (`wav.scp` and `text`).
     Kaldi,
+    /// Generation conditioned on vectors: --train-src (and --valid-src, --test-src) hold one
+    /// vector per line, its numbers separated by spaces; --train-tgt the texts.
+    Vectors,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -137,7 +140,9 @@ for the text by default (--src-tokenizer to change it). Every label of the train
 kept (--min-freq does not apply to labels); labels of --valid/--test that training never had \
 become <unk> and are counted. Generation reads the same LABEL text files the other way round: \
 the label is the condition (the source, a split tokenizer) and the text the target to write \
-(bpe by default, --tgt-tokenizer to change it).
+(bpe by default, --tgt-tokenizer to change it); with --format vectors its conditions are vectors \
+instead: --train-src holds one vector per line (numbers separated by spaces, all of one \
+dimension) and --train-tgt the texts (likewise --valid-src/--valid-tgt, --test-src/--test-tgt).
 
 Examples:
   # translation (the embedded corpus)
@@ -353,6 +358,7 @@ fn labelled_sources(
         FormatArg::Labelled => CorpusSource::Labelled { path: path.clone() },
         FormatArg::Manifest => CorpusSource::Manifest { path: path.clone() },
         FormatArg::Kaldi => CorpusSource::KaldiDir { path: path.clone() },
+        FormatArg::Vectors => unreachable!("vectors are read by vector_sources"),
     };
     let train = args.train.as_ref().map(source).ok_or_else(|| {
         anyhow::anyhow!(
@@ -367,9 +373,63 @@ fn labelled_sources(
     ))
 }
 
+/// The sources of generation conditioned on vectors: a vectors file and a text file per split.
+fn vector_sources(
+    args: &PrepareArgs,
+    task: Task,
+) -> anyhow::Result<(CorpusSource, Option<CorpusSource>, Option<CorpusSource>)> {
+    if task != Task::Generation {
+        anyhow::bail!(
+            "--format vectors gives generation its conditions, but the task is {task}; fix: pass \
+             --task generation"
+        );
+    }
+    let labelled = [
+        ("--train", args.train.is_some()),
+        ("--valid", args.valid.is_some()),
+        ("--test", args.test.is_some()),
+        ("--tsv", args.tsv.is_some()),
+        ("--valid-tsv", args.valid_tsv.is_some()),
+        ("--test-tsv", args.test_tsv.is_some()),
+        ("--tag-column", args.tag_column.is_some()),
+    ];
+    if let Some((flag, _)) = labelled.iter().find(|(_, given)| *given) {
+        anyhow::bail!(
+            "{flag} does not go with --format vectors; fix: give each split as a vectors file \
+             and a text file: --train-src VECTORS --train-tgt TEXT (and --valid-src/--valid-tgt, \
+             --test-src/--test-tgt)"
+        );
+    }
+    let split = |src: &Option<PathBuf>, tgt: &Option<PathBuf>, name: &str| match (src, tgt) {
+        (Some(src), Some(tgt)) => Ok(Some(CorpusSource::Vectors {
+            src: src.clone(),
+            tgt: tgt.clone(),
+        })),
+        (None, None) => Ok(None),
+        _ => Err(anyhow::anyhow!(
+            "--{name}-src and --{name}-tgt go together; fix: give both (the vectors and their \
+             texts) or neither"
+        )),
+    };
+    let train = split(&args.train_src, &args.train_tgt, "train")?.ok_or_else(|| {
+        anyhow::anyhow!("no training data; fix: pass --train-src VECTORS --train-tgt TEXT")
+    })?;
+    Ok((
+        train,
+        split(&args.valid_src, &args.valid_tgt, "valid")?,
+        split(&args.test_src, &args.test_tgt, "test")?,
+    ))
+}
+
 fn config(args: &PrepareArgs) -> anyhow::Result<PrepareConfig> {
     let task: Task = args.task.into();
-    let mut cfg = if task.label_side().is_some() || task == Task::Asr {
+    let mut cfg = if args.format == Some(FormatArg::Vectors) {
+        let (train, valid, test) = vector_sources(args, task)?;
+        let mut cfg = PrepareConfig::new(train, &args.out);
+        cfg.valid = valid;
+        cfg.test = test;
+        cfg
+    } else if task.label_side().is_some() || task == Task::Asr {
         let (train, valid, test) = labelled_sources(args, task)?;
         let mut cfg = PrepareConfig::new(train, &args.out);
         cfg.valid = valid;
@@ -417,8 +477,9 @@ fn config(args: &PrepareArgs) -> anyhow::Result<PrepareConfig> {
     cfg.task = task;
     cfg.force = args.force;
     let audio = cfg.reads_audio();
-    // Audio has no tokenizer: --tokenizer is the transcripts' (or the labels').
-    cfg.src_tokenizer = if audio {
+    // Audio and vectors have no tokenizer: --tokenizer is the transcripts' (the labels', the
+    // texts').
+    cfg.src_tokenizer = if audio || cfg.reads_vectors() {
         args.src_tokenizer.map(Into::into)
     } else {
         args.src_tokenizer.or(args.tokenizer).map(Into::into)
@@ -539,6 +600,11 @@ pub fn run(args: PrepareArgs) -> anyhow::Result<()> {
             "  audio: {} log-mel bins, {} ms windows every {} ms at {} Hz; {targets}s: {} ({} tokens)",
             f.n_mels, f.window_ms, f.hop_ms, f.sample_rate, t.tgt.kind, t.tgt.vocab_size
         );
+    } else if let Some(v) = &rec.vectors {
+        println!(
+            "  conditions: vectors of {} numbers; texts: {} ({} tokens)",
+            v.dim, t.tgt.kind, t.tgt.vocab_size
+        );
     } else if rec.options.joint {
         println!(
             "  tokenizer: joint {} ({} tokens)",
@@ -562,6 +628,8 @@ pub fn run(args: PrepareArgs) -> anyhow::Result<()> {
                 "  {name}: {} utterances, {} frames ({hours:.2} h), {} {targets} tokens",
                 s.kept, s.src_tokens, s.tgt_tokens
             );
+        } else if let (Some(s), Some(_)) = (rec.splits.get(name), &rec.vectors) {
+            println!("  {name}: {} vectors, {} text tokens", s.kept, s.tgt_tokens);
         } else if let Some(s) = rec.splits.get(name) {
             println!(
                 "  {name}: {} pairs, {} source and {} target tokens",

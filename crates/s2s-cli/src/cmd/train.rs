@@ -214,6 +214,14 @@ pub fn run_holding(args: TrainArgs, held: Option<model_dir::ModelDirLock>) -> Re
                 task_presets(data_task, audio)
             );
         }
+        if data.meta.vectors.is_some() && !model.reads_vectors() {
+            bail!(
+                "{} holds generation data conditioned on vectors, which only the recurrent \
+                 encoder-decoders read (embedding each vector through their source table); fix: \
+                 choose one, e.g. --arch rnn-gru-cho (without copy = true)",
+                args.data.display()
+            );
+        }
         let mut run = RunConfig::for_data(arch, model, train, &data);
         apply_limits(&mut run, &args);
         run.model

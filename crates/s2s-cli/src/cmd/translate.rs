@@ -185,6 +185,10 @@ pub fn run(args: TranslateArgs) -> Result<()> {
         }
     };
     let lines = s2s_data::io::split_lines(&bytes, &name)?;
+    // A vector-conditioned model's input: checked whole first, so that an error names the file.
+    translator
+        .vector_sources(&lines)
+        .with_context(|| name.display().to_string())?;
     let mut translations = match &args.target_lang {
         None => translator.translate(&lines, &cfg, args.batch_size)?,
         Some(lang) => {

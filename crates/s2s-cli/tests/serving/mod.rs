@@ -83,6 +83,7 @@ pub fn train_reversal_member(root: &Path, name: &str, seed: Option<u64>, steps: 
         task: None,
         src_vocab: data.src_tokenizer.vocab_size(),
         tgt_vocab: data.tgt_tokenizer.vocab_size(),
+        src_vectors: false,
         model,
         train,
     };

@@ -269,6 +269,7 @@ pub fn import(src: &Path, out: &Path, force: bool) -> Result<Imported> {
         task: Some(s2s_data::Task::Translation),
         src_vocab: v,
         tgt_vocab: v,
+        src_vectors: false,
         model: ModelConfig::Transformer(model_cfg.clone()),
         train: TrainConfig::default(),
     };
@@ -362,6 +363,7 @@ pub fn import(src: &Path, out: &Path, force: bool) -> Result<Imported> {
         },
         sources,
         audio: None,
+        vectors: None,
     };
     let mut run = run;
     if data.options.tgt_is_chinese {

@@ -10,9 +10,9 @@
 
 use super::cell::{Cell, CellKind, CellState, input_projection};
 use super::encoder::{EncoderFinal, RnnEncoder};
-use crate::OutputLayer;
 use crate::attention::{Attention, Memory, Score};
 use crate::copy::CopyGate;
+use crate::{OutputLayer, PaddedSource};
 use burn::module::{Module, Param};
 use burn::nn::{
     Dropout, DropoutConfig, Embedding, EmbeddingConfig, Initializer, Linear, LinearConfig,
@@ -290,10 +290,29 @@ impl RnnSeq2Seq {
     /// Encodes `src: [batch, len]` with `pad: [batch, len]` (true at padding) and returns the
     /// decoder's context and initial state.
     pub fn encode(&self, src: Tensor<2, Int>, pad: Tensor<2, Bool>) -> (EncCtx, DecState) {
-        let [b, _] = src.dims();
-        let device = src.device();
+        let x = self.src_emb.forward(self.known(src));
+        self.encode_embedded(x, pad)
+    }
+
+    /// [`RnnSeq2Seq::encode`] of a padded source: its ids, or a vector-conditioned batch's
+    /// vectors, each read as one position embedded as `v E` (the source table's rows weighted
+    /// by the vector's numbers, so a one-hot vector reads as that row's token).
+    pub fn encode_source(&self, src: &PaddedSource) -> (EncCtx, DecState) {
+        match &src.vectors {
+            Some(v) => {
+                let x = v.clone().matmul(self.src_emb.weight.val());
+                self.encode_embedded(x.unsqueeze_dim::<3>(1), src.pad.clone())
+            }
+            None => self.encode(src.ids.clone(), src.pad.clone()),
+        }
+    }
+
+    /// Encodes source embeddings `x: [batch, len, emb]` with `pad`.
+    fn encode_embedded(&self, x: Tensor<3>, pad: Tensor<2, Bool>) -> (EncCtx, DecState) {
+        let [b, _, _] = x.dims();
+        let device = x.device();
         let mask = pad.clone().bool_not().float(); // 1 = token
-        let x = self.dropout.forward(self.src_emb.forward(self.known(src)));
+        let x = self.dropout.forward(x);
         let (outputs, finals) = self.encoder.forward(x, &mask, self.cfg.reverse_source);
         let cfg = &self.cfg;
         let top = |f: &EncoderFinal| -> Tensor<2> {
@@ -600,13 +619,12 @@ impl RnnSeq2Seq {
     /// and the attention weights of every step.
     pub fn teacher_hidden(
         &self,
-        src: Tensor<2, Int>,
-        src_pad: Tensor<2, Bool>,
+        src: &PaddedSource,
         tgt_in: Tensor<2, Int>,
         mut feed_gold: Option<&mut dyn FnMut(usize) -> Tensor<1, Bool>>,
     ) -> (Tensor<3>, Vec<Tensor<2>>) {
         let [b, t_len] = tgt_in.dims();
-        let (enc, mut state) = self.encode(src, src_pad);
+        let (enc, mut state) = self.encode_source(src);
         let mut features = Vec::with_capacity(t_len);
         let mut attns = Vec::new();
         let gold_all = if feed_gold.is_none() {
