@@ -76,17 +76,10 @@ impl Source for Vector {
 
 impl ModelSource for Vector {
     fn pad_batch(sources: &[Self], _special: &SpecialTokens, device: &Device) -> PaddedSource {
-        let dim = sources.first().map_or(1, |v| v.0.len());
-        let mut data = Vec::with_capacity(sources.len() * dim);
-        for v in sources {
-            assert_eq!(
-                v.0.len(),
-                dim,
-                "every vector of a batch has the same dimension"
-            );
-            data.extend_from_slice(&v.0);
-        }
-        PaddedSource::from_vectors(data, dim, device)
+        let rows: Vec<&[f32]> = sources.iter().map(|v| &v.0[..]).collect();
+        let dim = rows.first().map_or(1, |v| v.len());
+        let batch = s2s_data::vectors::BatchVectors::new(&rows, dim);
+        PaddedSource::from_vectors(batch.data, batch.dim, device)
     }
 
     fn token_ids(&self) -> &[u32] {

@@ -185,16 +185,16 @@ pub fn run(args: TranslateArgs) -> Result<()> {
         }
     };
     let lines = s2s_data::io::split_lines(&bytes, &name)?;
-    // A vector-conditioned model's input: checked whole first, so that an error names the file.
-    translator
-        .vector_sources(&lines)
-        .with_context(|| name.display().to_string())?;
-    let mut translations = match &args.target_lang {
-        None => translator.translate(&lines, &cfg, args.batch_size)?,
-        Some(lang) => {
-            let tagged = translator.with_target_lang(&lines, lang)?;
-            translator.translate(&tagged, &cfg, args.batch_size)?
-        }
+    let translated = match &args.target_lang {
+        None => translator.translate(&lines, &cfg, args.batch_size),
+        Some(lang) => translator
+            .with_target_lang(&lines, lang)
+            .and_then(|tagged| translator.translate(&tagged, &cfg, args.batch_size)),
+    };
+    // A vector-conditioned model's input errors name the input line: say which file.
+    let mut translations = match translator.vector_dim() {
+        Some(_) => translated.with_context(|| name.display().to_string())?,
+        None => translated?,
     };
     for (t, line) in translations.iter_mut().zip(&lines) {
         t.src.clone_from(line);
