@@ -545,10 +545,10 @@ fn train_error(data: &Path, arch: &str, out: &Path) -> String {
 }
 
 /// Generation conditioned on vectors: `prepare --task generation --format vectors` reads a file of
-/// vectors beside the texts, a recurrent generator learns which sentence each vector stands for
-/// (from slightly jittered copies), `translate` writes it from the vector alone, `score` rates a
-/// sentence under its own vector above another's, and bad vectors and models that cannot read
-/// them are refused with the fix.
+/// vectors beside the texts, a recurrent generator and a Transformer learn which sentence each
+/// vector stands for (from slightly jittered copies), `translate` writes it from the vector
+/// alone, `score` rates a sentence under its own vector above another's, and bad vectors and
+/// models that cannot read them are refused with the fix.
 #[test]
 fn generation_from_vectors_through_the_binary() {
     let d = tempfile::tempdir().unwrap();
@@ -654,20 +654,34 @@ fn generation_from_vectors_through_the_binary() {
         err.contains("input 2: has 3 numbers where 4 are expected") && err.contains("fix:"),
         "{err}"
     );
-    // The server does not take vectors, and says so at start.
-    let mut c = s2s();
-    c.args(["serve", "--model", p(&model), "--addr", "127.0.0.1:0"]);
-    let o = run(c);
-    assert!(!o.status.success());
-    let err = stderr(&o);
-    assert!(
-        err.contains("conditioned on vectors (4 numbers each)") && err.contains("s2s translate"),
-        "{err}"
+    // The Transformer reads vectors too (`s2s serve` is tested in serve_http.rs); ConvS2S not.
+    let recipe = write(
+        d.path(),
+        "gen-t.toml",
+        "arch = \"transformer-tiny\"\n[train]\nlr = 0.005\nwarmup_steps = 30\n\
+         max_epochs = 300\nmax_steps = 300\n",
     );
-    // Only the recurrent generators read vectors; the format belongs to generation.
-    let e = train_error(&data, "transformer-tiny", &d.path().join("m2"));
+    let transformer = d.path().join("transformer");
+    let mut c = s2s();
+    c.args(["train", "--data", p(&data), "--config", p(&recipe)])
+        .args(["--out", p(&transformer), "--quiet"]);
+    let o = run(c);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let mut c = s2s();
+    c.args([
+        "translate",
+        "--model",
+        p(&transformer),
+        "--input",
+        p(&valid_v),
+    ]);
+    let o = run(c);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = String::from_utf8(o.stdout).unwrap();
+    assert_eq!(out.lines().collect::<Vec<_>>(), sentences, "{out}");
+    let e = train_error(&data, "convs2s-tiny", &d.path().join("m2"));
     assert!(
-        e.contains("conditioned on vectors") && e.contains("--arch rnn-gru-cho"),
+        e.contains("conditioned on vectors") && e.contains("--arch transformer-small"),
         "{e}"
     );
     let o = prepare(&[

@@ -1,7 +1,8 @@
 //! The web page in a real headless Chromium, driven through chromedriver (WebDriver): type
 //! sentences, press Translate, check the translations and that the heatmap has one cell per
 //! (output token, source token); for a speech model, transcribe a chosen WAV file and a
-//! recording from Chromium's fake microphone.
+//! recording from Chromium's fake microphone; for a generator conditioned on vectors, generate
+//! from typed vectors.
 //!
 //! Needs Debian's `chromium` and `chromium-driver` (`.ci/run` installs them). Without
 //! chromedriver the test fails, unless `S2S_SKIP_BROWSER=1`. With `S2S_SCREENSHOT=FILE.png` it
@@ -448,6 +449,68 @@ fn web_page_transcribes_a_file_and_a_recording() {
             .await
             .expect("the recording is transcribed");
         assert_eq!(text_of(&c, ".result .src").await, vec!["recording.wav"]);
+    });
+    server.shutdown().unwrap();
+}
+
+/// The page of a generator conditioned on vectors asks for one vector per line (with the
+/// dimension from `GET /health`), and writes what `POST /v1/translate` writes for each, with a
+/// heatmap of one column: the vector.
+#[test]
+fn web_page_generates_from_vectors() {
+    let Some((driver_bin, chromium)) = browser() else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let model = train_vector_model(tmp.path(), "rnnsearch-tiny", 60);
+    let mut cfg = s2s_serve::ServeConfig::new(&model);
+    cfg.addr = SocketAddr::from(([127, 0, 0, 1], 0));
+    let server = start(cfg);
+    let addr = server.addr();
+    let lines: Vec<String> = VECTOR_CENTRES[..2]
+        .iter()
+        .map(|(v, _)| vector_line(v))
+        .collect();
+    let expected = translate(
+        addr,
+        &json!({"text": lines, "beam": 5, "alpha": 0.75, "nbest": 3, "attention": true}),
+    );
+    assert_eq!(expected.status, 200, "{}", expected.body);
+    let expected = expected.json();
+    in_chromium(&driver_bin, &chromium, &[], move |c| async move {
+        c.goto(&format!("http://{addr}/")).await.unwrap();
+        c.wait()
+            .at_most(Duration::from_secs(20))
+            .for_element(Locator::XPath(
+                "//span[@id='src-hint' and contains(., 'one vector per line: 4 numbers')]",
+            ))
+            .await
+            .expect("the page asks for vectors");
+        let src = c.find(Locator::Id("src")).await.unwrap();
+        src.send_keys(&lines.join("\n")).await.unwrap();
+        c.find(Locator::Id("translate"))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        c.wait()
+            .at_most(Duration::from_secs(30))
+            .for_element(Locator::Css("#heatmap td.heat-cell"))
+            .await
+            .expect("the heatmap appears");
+        let t = expected["translations"].as_array().unwrap();
+        let want: Vec<&str> = t
+            .iter()
+            .map(|tr| tr["hyps"][0]["text"].as_str().unwrap())
+            .collect();
+        assert_eq!(text_of(&c, ".translation").await, want);
+        assert_eq!(text_of(&c, ".result .src").await, lines);
+        let rows = t[0]["hyps"][0]["attention"]["tgt"]
+            .as_array()
+            .unwrap()
+            .len();
+        assert_eq!(cells(&c).await, rows, "one column: the vector");
     });
     server.shutdown().unwrap();
 }

@@ -537,6 +537,72 @@ fn a_served_character_aware_tagger_labels_as_the_translator() {
     }
 }
 
+/// A generator conditioned on vectors, served: each text of a request is a vector, and the
+/// replies are what the translator generates from the same lines; a vector of another dimension
+/// or a target language is a 400 naming the fix.
+#[test]
+fn a_served_vector_generator_writes_as_the_translator() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = train_vector_model(dir.path(), "rnnsearch-tiny", 60);
+    let mut cfg = s2s_serve::ServeConfig::new(&model);
+    cfg.addr = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
+    let server = start(cfg);
+    let addr = server.addr();
+    let info = get(addr, "/health").json()["model"].clone();
+    assert_eq!(
+        (&info["input"], &info["vector_dim"]),
+        (&json!("vectors"), &json!(4)),
+        "{info}"
+    );
+
+    let texts: Vec<String> = VECTOR_CENTRES
+        .iter()
+        .map(|(v, _)| vector_line(v))
+        .chain(["0.5 0.5 0 0".to_owned()])
+        .collect();
+    let opts = SearchOptions {
+        beam: 3,
+        nbest: 2,
+        attention: true,
+        ..SearchOptions::default()
+    };
+    let body = json!({ "text": texts, "beam": 3, "nbest": 2, "attention": true });
+    let r = translate(addr, &body);
+    assert_eq!(r.status, 200, "{}", r.body);
+    let translator = s2s_infer::Translator::load(&model, &burn::tensor::Device::flex()).unwrap();
+    let search = opts.to_config(translator.specials());
+    let want = translator.translate(&texts, &search, 64).unwrap();
+    let got = r.json()["translations"].as_array().unwrap().clone();
+    assert_eq!(got.len(), texts.len());
+    for ((g, w), text) in got.iter().zip(&want).zip(&texts) {
+        assert_eq!(g["src"], text.as_str());
+        assert_eq!(g["hyps"].as_array().unwrap().len(), w.hyps.len(), "{text}");
+        for (h, wh) in g["hyps"].as_array().unwrap().iter().zip(&w.hyps) {
+            assert_eq!(h["text"], wh.text.as_str(), "{text}");
+            assert!(
+                (h["score"].as_f64().unwrap() as f32 - wh.score).abs() < 1e-4,
+                "{text}"
+            );
+            assert_eq!(h["attention"]["src"], json!(["<vector>"]), "{text}");
+        }
+    }
+
+    let r = translate(addr, &json!({ "text": [texts[0].clone(), "1 2 3"] }));
+    assert_eq!(r.status, 400, "{}", r.body);
+    let e = r.error();
+    assert!(
+        e.contains("input 2: has 3 numbers where 4 are expected") && e.contains("fix:"),
+        "{e}"
+    );
+    let r = translate(
+        addr,
+        &json!({ "text": texts[0].clone(), "target_lang": "de" }),
+    );
+    assert_eq!(r.status, 400, "{}", r.body);
+    assert!(r.error().contains("target_lang"), "{}", r.body);
+    server.shutdown().unwrap();
+}
+
 /// Two models served together decode every request as the ensemble `s2s translate` makes of
 /// them: the same text and scores as the translator's, which differ from the first model's.
 #[test]

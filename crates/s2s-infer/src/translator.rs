@@ -600,6 +600,24 @@ impl Translator {
             .map(Some)
     }
 
+    /// A vector-conditioned model's [`Translator::translate`]: searches from each of `vectors`
+    /// (parsed from `texts` by [`Translator::vector_sources`]), `batch_size` at a time, and
+    /// describes each text's hypotheses with one attention column, the vector.
+    pub fn generate_from_vectors(
+        &self,
+        texts: &[String],
+        vectors: &[Vector],
+        cfg: &SearchConfig,
+        batch_size: usize,
+    ) -> Result<Vec<Translation>, InferError> {
+        let results = self.search_skipping_blanks(vectors, |_| false, cfg, batch_size)?;
+        Ok(texts
+            .iter()
+            .zip(&results)
+            .map(|(text, hyps)| self.describe_tokens(text, vec!["<vector>".into()], &[], hyps))
+            .collect())
+    }
+
     /// The model's view of the audio file at each path: its features, normalised as in
     /// training.
     pub fn audio_frames(&self, paths: &[String]) -> Result<Vec<Frames>, InferError> {
@@ -706,13 +724,7 @@ impl Translator {
             return self.transcribe(texts, cfg, batch_size);
         }
         if let Some(vectors) = self.vector_sources(texts)? {
-            let results = self.search_skipping_blanks(&vectors, |_| false, cfg, batch_size)?;
-            // One attention column: the vector.
-            return Ok(texts
-                .iter()
-                .zip(&results)
-                .map(|(text, hyps)| self.describe_tokens(text, vec!["<vector>".into()], &[], hyps))
-                .collect());
+            return self.generate_from_vectors(texts, &vectors, cfg, batch_size);
         }
         let sources = self.encode_all(texts);
         let results = self.search(&sources, cfg, batch_size)?;

@@ -52,10 +52,15 @@ impl ModelConfig {
     }
 
     /// Whether the model can read a vector condition ([`crate::PaddedSource::vectors`]) in place
-    /// of source ids: the recurrent encoder-decoders, which embed it through their source table,
-    /// except a copy model (there is nothing to copy from a vector).
+    /// of source ids: the recurrent encoder-decoders and the Transformer, which embed it through
+    /// their own source table, except a copy model (there is nothing to copy from a vector) and
+    /// a Transformer whose source table is its target's (`share_embeddings`).
     pub fn reads_vectors(&self) -> bool {
-        matches!(self, ModelConfig::Rnn(c) if !c.copy)
+        match self {
+            ModelConfig::Rnn(c) => !c.copy,
+            ModelConfig::Transformer(c) => !c.copy && !c.share_embeddings && c.speech.is_none(),
+            ModelConfig::ConvS2S(_) | ModelConfig::Labeller(_) => false,
+        }
     }
 
     /// Whether the model reads each source token's spelling as well as its id

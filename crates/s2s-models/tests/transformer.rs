@@ -7,6 +7,7 @@ use burn::tensor::{Int, Tensor, TensorData};
 use common::*;
 use s2s_models::transformer::{Activation, Positions, TransformerConfig};
 use s2s_models::{ModelConfig, PaddedSource, Seq2SeqModel};
+use s2s_search::step::StepModel;
 
 /// The preset and variants exercising Marian's options (SiLU, concatenated sinusoids, unscaled
 /// embeddings, a logits bias, a zero start), pre-norm, learned positions, shared and untied embeddings,
@@ -204,4 +205,70 @@ fn zero_start_ignores_the_first_decoder_token() {
         let same = logits(&model, BOS as i64) == logits(&model, 9);
         assert_eq!(same, zero_start, "zero_start = {zero_start}");
     }
+}
+
+/// A vector condition reads as one source position embedded as `v E`: a one-hot vector gives
+/// exactly its token's logits, a mixture of two tokens neither's, and the incremental decoder
+/// the search drives reads the vector as the teacher-forced pass reads the token. A Transformer whose source table is its
+/// target's does not read vectors (the table has the target's rows).
+#[test]
+fn a_one_hot_vector_reads_as_its_token() {
+    let tgt: Tensor<2, Int> = Tensor::from_data(
+        TensorData::new(vec![BOS as i64, 7, 8, 9], [1, 4]),
+        &device(),
+    );
+    let one_hot = |entries: &[(usize, f32)]| {
+        let mut v = vec![0.0f32; VOCAB];
+        for &(i, x) in entries {
+            v[i] = x;
+        }
+        v
+    };
+    let mut read = 0;
+    for cfg in variants() {
+        let ModelConfig::Transformer(t) = &cfg else {
+            unreachable!()
+        };
+        assert_eq!(cfg.reads_vectors(), !t.share_embeddings);
+        if !cfg.reads_vectors() {
+            continue;
+        }
+        read += 1;
+        let model = build(&cfg);
+        let logits = |src: &PaddedSource| {
+            model
+                .forward_teacher(src, tgt.clone(), None)
+                .into_data()
+                .try_into_vec::<f32>()
+                .unwrap()
+        };
+        let vector = |v: Vec<f32>| PaddedSource::from_vectors(v, VOCAB, &device());
+        let token = logits(&PaddedSource::new(&[vec![5]], PAD, &device()));
+        let other = logits(&PaddedSource::new(&[vec![6]], PAD, &device()));
+        assert!(max_diff(&token, &logits(&vector(one_hot(&[(5, 1.0)])))) < 1e-5);
+        let mixed = logits(&vector(one_hot(&[(5, 0.5), (6, 0.5)])));
+        assert!(max_diff(&token, &mixed) > 1e-4 && max_diff(&other, &mixed) > 1e-4);
+
+        // The search's view (the incremental decoder over a `Vector` source) reads it alike:
+        // its first step's log-probabilities are the token's first teacher-forced position's.
+        let decoder = s2s_models::decoder::Decoder::<s2s_models::decoder::Vector>::new(
+            &model,
+            device(),
+            SPECIAL,
+            VOCAB,
+        );
+        let source = s2s_models::decoder::Vector(one_hot(&[(5, 1.0)]).into());
+        let mut state = decoder.start(&[source]);
+        let step = decoder.step(&mut state, &[BOS]);
+        let first = &token[..VOCAB];
+        let norm = first.iter().map(|x| x.exp()).sum::<f32>().ln();
+        let want: Vec<f32> = first.iter().map(|x| x - norm).collect();
+        assert!(max_diff(&step.log_probs, &want) < 1e-4);
+        assert_eq!(
+            step.attention.map(|a| a.len()),
+            Some(1),
+            "one source position"
+        );
+    }
+    assert!(read >= 2, "the variants cover reading vectors");
 }

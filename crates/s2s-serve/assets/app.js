@@ -33,6 +33,9 @@ async function loadInfo() {
     $("model-info").textContent =
       `${m.arch} · ${m.params.toLocaleString()} parameters · vocabularies ${m.src_vocab}/${m.tgt_vocab}`;
     if (m.input === "audio") useAudio();
+    if (m.input === "vectors") {
+      $("src-hint").textContent = `(one vector per line: ${m.vector_dim} numbers separated by spaces)`;
+    }
     if (h.limits) {
       $("beam").max = h.limits.max_beam;
       $("nbest").max = h.limits.max_beam;

@@ -88,9 +88,13 @@ pub struct ModelInfo {
     pub tgt_vocab: usize,
     pub params: usize,
     pub device: String,
-    /// What the model reads: `text` (`POST /v1/translate`) or `audio` (`POST /v1/transcribe`).
+    /// What the model reads: `text` (`POST /v1/translate`), `vectors` (`POST /v1/translate`,
+    /// each text a line of `vector_dim` numbers) or `audio` (`POST /v1/transcribe`).
     #[serde(default)]
     pub input: String,
+    /// A vector-conditioned generator's vector dimension.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vector_dim: Option<usize>,
     /// The beam and alpha a request gets unless it asks otherwise: the model's
     /// `decoding.toml`, or the built-in defaults.
     #[serde(default = "s2s_infer::decoding::default_beam")]
@@ -288,16 +292,6 @@ impl Engine {
                         return;
                     }
                 };
-                if let Some(dim) = translator.vector_dim() {
-                    let _ = ready_tx.send(Err(anyhow::anyhow!(
-                        "{} is conditioned on vectors ({dim} numbers each), which the server \
-                         does not take; fix: generate with `s2s translate --model {} --input \
-                         VECTORS` (one vector per line)",
-                        dirs[0].display(),
-                        dirs[0].display()
-                    )));
-                    return;
-                }
                 if let Some(decoding) = cfg.decoding.clone() {
                     translator.set_decoding(decoding);
                 }
@@ -315,10 +309,13 @@ impl Engine {
                     device: device_name,
                     input: if translator.reads_audio() {
                         "audio"
+                    } else if translator.vector_dim().is_some() {
+                        "vectors"
                     } else {
                         "text"
                     }
                     .to_owned(),
+                    vector_dim: translator.vector_dim(),
                     beam: translator.decoding().beam,
                     alpha: translator.decoding().alpha,
                 };
@@ -539,6 +536,9 @@ fn admit(
     if !stats.dequeued(metrics, job.queued_at, &job.waiting) {
         return;
     }
+    if translator.vector_dim().is_some() {
+        return generate(translator, job, cfg, stats, metrics);
+    }
     if translator.reads_audio() {
         let _ = job.reply.send(Err(ApiError::bad_request(
             "this is a speech recognition model: POST a WAV file to /v1/transcribe \
@@ -628,6 +628,75 @@ fn check_attention(
         ));
     }
     Ok(())
+}
+
+/// Generates from a vector-conditioned model's request, as a batch of its own (each vector is
+/// one source position, so the rotation's token budget says nothing about it): 400 for a text
+/// that is not a vector of the model's dimension or a target language, 422 past the attention
+/// limit.
+fn generate(
+    translator: &Translator,
+    job: Job,
+    cfg: &EngineConfig,
+    stats: &Stats,
+    metrics: &Metrics,
+) {
+    let waiting = job.waiting.clone();
+    let interrupt = Interrupt::new(move || waiting.strong_count() == 0);
+    let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        generate_request(translator, &job, cfg, stats, metrics, interrupt)
+    }));
+    let reply = run.unwrap_or_else(|_| {
+        Err(ApiError::new(
+            500,
+            "generating panicked; see the server log",
+        ))
+    });
+    let _ = job.reply.send(reply);
+}
+
+fn generate_request(
+    translator: &Translator,
+    job: &Job,
+    cfg: &EngineConfig,
+    stats: &Stats,
+    metrics: &Metrics,
+    interrupt: Interrupt,
+) -> Reply {
+    if job.target_lang.is_some() {
+        return Err(ApiError::bad_request(
+            "this model generates from vectors and has no target languages: leave out \
+             target_lang",
+        ));
+    }
+    let vectors = match translator.vector_sources(&job.texts) {
+        Ok(Some(v)) => v,
+        Ok(None) => unreachable!("generate is only called for a vector-conditioned model"),
+        Err(e) => return Err(ApiError::bad_request(e.to_string())),
+    };
+    check_attention(
+        translator,
+        job.opts,
+        vectors.iter().map(|_| 1),
+        cfg,
+        "fewer vectors",
+    )?;
+    stats.requests.fetch_add(1, Ordering::Relaxed);
+    for chunk in vectors.chunks(cfg.max_batch.max(1)) {
+        stats.batch(metrics, chunk.len(), 1);
+    }
+    let search = SearchConfig {
+        interrupt: Some(interrupt),
+        ..job.opts.to_config(translator.specials())
+    };
+    match translator.generate_from_vectors(&job.texts, &vectors, &search, cfg.max_batch) {
+        Ok(found) => Ok(found),
+        Err(s2s_infer::InferError::Search(SearchError::Interrupted)) => {
+            stats.interrupted(metrics, 1);
+            Err(ApiError::new(499, "the client went away"))
+        }
+        Err(e) => Err(ApiError::new(500, format!("search failed: {e}"))),
+    }
 }
 
 /// Decodes, checks and transcribes one WAV upload, as a batch of its own, and replies: 400 for a

@@ -217,8 +217,9 @@ pub fn run_holding(args: TrainArgs, held: Option<model_dir::ModelDirLock>) -> Re
         if data.meta.vectors.is_some() && !model.reads_vectors() {
             bail!(
                 "{} holds generation data conditioned on vectors, which only the recurrent \
-                 encoder-decoders read (embedding each vector through their source table); fix: \
-                 choose one, e.g. --arch rnn-gru-cho (without copy = true)",
+                 encoder-decoders and the Transformer read (embedding each vector through their \
+                 own source table); fix: choose one, e.g. --arch rnn-gru-cho or --arch \
+                 transformer-small (without copy = true or share_embeddings = true)",
                 args.data.display()
             );
         }

@@ -223,6 +223,59 @@ pub fn train_tagger_model(root: &Path, steps: usize) -> PathBuf {
     train_into(&root.join("model"), &run, &data)
 }
 
+/// Three 4-number vectors and the sentence each stands for: generation conditioned on vectors.
+pub const VECTOR_CENTRES: [([f32; 4], &str); 3] = [
+    ([0.9, -0.3, 0.1, 0.5], "a red ball"),
+    ([-0.4, 0.8, 0.6, -0.2], "two green trees"),
+    ([0.2, 0.1, -0.9, -0.7], "the blue sea is wide"),
+];
+
+/// A vector as a line of numbers.
+pub fn vector_line(v: &[f32]) -> String {
+    v.iter().map(f32::to_string).collect::<Vec<_>>().join(" ")
+}
+
+/// Prepares `--task generation --format vectors` data from jittered [`VECTOR_CENTRES`] (the
+/// clean centres as validation) and trains `arch` on it for `steps` steps into `root/model`.
+pub fn train_vector_model(root: &Path, arch: &str, steps: usize) -> PathBuf {
+    let raw = root.join("raw");
+    std::fs::create_dir_all(&raw).unwrap();
+    let pairs = |n: usize, jitter: f32| -> Vec<(String, String)> {
+        (0..n)
+            .map(|i| {
+                let (centre, sentence) = VECTOR_CENTRES[i % 3];
+                let v: Vec<f32> = (0..4)
+                    .map(|j| centre[j] + jitter * (((i * 7 + j * 3) % 11) as f32 / 11.0 - 0.5))
+                    .collect();
+                (vector_line(&v), sentence.to_owned())
+            })
+            .collect()
+    };
+    let vectors = |split: CorpusSource| match split {
+        CorpusSource::Parallel { src, tgt } => CorpusSource::Vectors { src, tgt },
+        other => other,
+    };
+    let data_dir = root.join("data");
+    let mut cfg = PrepareConfig::new(
+        vectors(write_split(&raw, "train", &pairs(90, 0.1))),
+        &data_dir,
+    );
+    cfg.task = s2s_data::Task::Generation;
+    cfg.tgt_tokenizer = Some(TokenizerKind::Word);
+    cfg.valid = Some(vectors(write_split(&raw, "valid", &pairs(3, 0.0))));
+    s2s_data::prepare(&cfg, &|_: &str| {}).unwrap();
+    let data = s2s_data::load_data_dir(&data_dir).unwrap();
+    let text = format!(
+        "arch = \"{arch}\"\n[train]\nmax_steps = {steps}\nlr = 0.01\nmax_epochs = 1000\n\
+         valid_every = {steps}\npatience = 0\n"
+    );
+    let (arch, model, train) =
+        s2s_infer::config::resolve(None, Some(("test", &text)), Some(cfg.task)).unwrap();
+    let run = RunConfig::for_data(arch, model, train, &data);
+    assert!(run.src_vectors && run.model.reads_vectors());
+    train_into(&root.join("model"), &run, &data)
+}
+
 /// One trained model per test binary, kept alive (with its temporary folder) for all its tests.
 pub fn model_dir() -> &'static Path {
     static MODEL: OnceLock<(tempfile::TempDir, PathBuf)> = OnceLock::new();

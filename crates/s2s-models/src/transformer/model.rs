@@ -187,7 +187,7 @@ impl TransformerSeq2Seq {
         start: usize,
         zero_first: bool,
     ) -> Tensor<3> {
-        let [batch, len] = ids.dims();
+        let [batch, _] = ids.dims();
         let device = ids.device();
         let ids = match &self.copy {
             Some(copy) => copy.known(ids),
@@ -201,11 +201,20 @@ impl TransformerSeq2Seq {
                 Tensor::zeros([batch, 1, d], &device),
             );
         }
-        if self.cfg.scale_embeddings {
-            x = x.mul_scalar((self.cfg.d_model as f64).sqrt());
-        }
-        let x = x + pos.forward(start, len, &device);
-        self.dropout.forward(x)
+        self.place(x, pos, start)
+    }
+
+    /// Embeddings `x: [batch, len, d]` as the layers read them: `x * sqrt(d)` (unscaled without
+    /// `scale_embeddings`) `+ PE(start..)`, then dropout.
+    fn place(&self, x: Tensor<3>, pos: &PositionEncoding, start: usize) -> Tensor<3> {
+        let [_, len, _] = x.dims();
+        let device = x.device();
+        let x = if self.cfg.scale_embeddings {
+            x.mul_scalar((self.cfg.d_model as f64).sqrt())
+        } else {
+            x
+        };
+        self.dropout.forward(x + pos.forward(start, len, &device))
     }
 
     /// Encoder output `[batch, src_len, d]` for `src` with `pad` (true at padding).
@@ -213,6 +222,19 @@ impl TransformerSeq2Seq {
         let table = self.src_emb.as_ref().unwrap_or(&self.tgt_emb);
         let x = self.embed(table, &self.src_pos, src, 0, false);
         self.encoder.forward(x, pad)
+    }
+
+    /// Encoder output `[batch, 1, d]` for vector conditions `vectors: [batch, dim]`
+    /// ([`PaddedSource::vectors`]): each is one source position embedded as `v E`, the source
+    /// table's rows weighted by its numbers (a one-hot vector reads as that row's token), then
+    /// scaled and placed as a token is.
+    pub fn encode_vectors(&self, vectors: Tensor<2>, pad: &Tensor<2, Bool>) -> Tensor<3> {
+        let table = self
+            .src_emb
+            .as_ref()
+            .expect("vectors need the model's own source table (share_embeddings = false)");
+        let x = vectors.matmul(table.weight.val()).unsqueeze_dim::<3>(1);
+        self.encoder.forward(self.place(x, &self.src_pos, 0), pad)
     }
 
     /// A speech model's encoder output `[batch, positions, d]` for `frames` with `pad` (true at
@@ -232,7 +254,7 @@ impl TransformerSeq2Seq {
         (self.encoder.forward(self.dropout.forward(x), &pad), pad)
     }
 
-    /// Encodes `src` (token ids, or a speech model's frames) and projects the encoder output for
+    /// Encodes `src` (token ids, vectors, or a speech model's frames) and projects the encoder output for
     /// every decoder layer's cross-attention: the state before the first decoding step.
     pub fn start(&self, src: &PaddedSource) -> TransformerState {
         self.start_keeping_memory(src).0
@@ -240,9 +262,10 @@ impl TransformerSeq2Seq {
 
     /// [`TransformerSeq2Seq::start`], also returning the encoder output.
     fn start_keeping_memory(&self, src: &PaddedSource) -> (TransformerState, Tensor<3>) {
-        let (memory, pad) = match &src.frames {
-            Some(frames) => self.encode_frames(frames.clone(), &src.pad),
-            None => (self.encode(src.ids.clone(), &src.pad), src.pad.clone()),
+        let (memory, pad) = match (&src.frames, &src.vectors) {
+            (Some(frames), _) => self.encode_frames(frames.clone(), &src.pad),
+            (None, Some(v)) => (self.encode_vectors(v.clone(), &src.pad), src.pad.clone()),
+            (None, None) => (self.encode(src.ids.clone(), &src.pad), src.pad.clone()),
         };
         let state = TransformerState {
             cross: self
