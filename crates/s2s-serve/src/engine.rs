@@ -641,18 +641,42 @@ fn generate(
     stats: &Stats,
     metrics: &Metrics,
 ) {
-    let waiting = job.waiting.clone();
-    let interrupt = Interrupt::new(move || waiting.strong_count() == 0);
-    let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+    let reply = decode_alone(&job.waiting, "generating", |interrupt| {
         generate_request(translator, &job, cfg, stats, metrics, interrupt)
-    }));
-    let reply = run.unwrap_or_else(|_| {
-        Err(ApiError::new(
-            500,
-            "generating panicked; see the server log",
-        ))
     });
     let _ = job.reply.send(reply);
+}
+
+/// Runs `decode`, a request decoded as a batch of its own (an upload, a request of vectors),
+/// with an interrupt that fires once its client has gone; a panic is a 500 naming `what`.
+fn decode_alone(waiting: &Weak<()>, what: &str, decode: impl FnOnce(Interrupt) -> Reply) -> Reply {
+    let waiting = waiting.clone();
+    let interrupt = Interrupt::new(move || waiting.strong_count() == 0);
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| decode(interrupt))).unwrap_or_else(
+        |_| {
+            Err(ApiError::new(
+                500,
+                format!("{what} panicked; see the server log"),
+            ))
+        },
+    )
+}
+
+/// A request's search, as its reply: 499 (counted) when its client went away during it.
+fn reply_of(
+    found: Result<Vec<Translation>, s2s_infer::InferError>,
+    stats: &Stats,
+    metrics: &Metrics,
+) -> Reply {
+    match found {
+        Ok(found) => Ok(found),
+        Err(s2s_infer::InferError::Search(SearchError::Interrupted)) => {
+            stats.interrupted(metrics, 1);
+            // Nobody waits for this reply any more (nginx's code for a client gone).
+            Err(ApiError::new(499, "the client went away"))
+        }
+        Err(e) => Err(ApiError::new(500, format!("search failed: {e}"))),
+    }
 }
 
 fn generate_request(
@@ -689,14 +713,8 @@ fn generate_request(
         interrupt: Some(interrupt),
         ..job.opts.to_config(translator.specials())
     };
-    match translator.generate_from_vectors(&job.texts, &vectors, &search, cfg.max_batch) {
-        Ok(found) => Ok(found),
-        Err(s2s_infer::InferError::Search(SearchError::Interrupted)) => {
-            stats.interrupted(metrics, 1);
-            Err(ApiError::new(499, "the client went away"))
-        }
-        Err(e) => Err(ApiError::new(500, format!("search failed: {e}"))),
-    }
+    let found = translator.generate_from_vectors(&job.texts, &vectors, &search, cfg.max_batch);
+    reply_of(found, stats, metrics)
 }
 
 /// Decodes, checks and transcribes one WAV upload, as a batch of its own, and replies: 400 for a
@@ -711,16 +729,8 @@ fn transcribe(
     if !stats.dequeued(metrics, job.queued_at, &job.waiting) {
         return;
     }
-    let waiting = job.waiting.clone();
-    let interrupt = Interrupt::new(move || waiting.strong_count() == 0);
-    let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+    let reply = decode_alone(&job.waiting, "transcribing", |interrupt| {
         transcribe_upload(translator, &job, cfg, stats, metrics, interrupt)
-    }));
-    let reply = run.unwrap_or_else(|_| {
-        Err(ApiError::new(
-            500,
-            "transcribing panicked; see the server log",
-        ))
     });
     let _ = job.reply.send(reply);
 }
@@ -770,17 +780,10 @@ fn transcribe_upload(
         ..job.opts.to_config(translator.specials())
     };
     let frames = [frames];
-    match translator.search_frames(&frames, &search, 1) {
-        Ok(found) => Ok(vec![
-            translator.describe_frames(&job.name, &frames[0], &found[0]),
-        ]),
-        Err(s2s_infer::InferError::Search(SearchError::Interrupted)) => {
-            stats.interrupted(metrics, 1);
-            // Nobody waits for this reply any more (nginx's code for a client gone).
-            Err(ApiError::new(499, "the client went away"))
-        }
-        Err(e) => Err(ApiError::new(500, format!("search failed: {e}"))),
-    }
+    let found = translator
+        .search_frames(&frames, &search, 1)
+        .map(|found| vec![translator.describe_frames(&job.name, &frames[0], &found[0])]);
+    reply_of(found, stats, metrics)
 }
 
 /// The cost of decoding a sentence of `len` source tokens with beam `beam`, in
