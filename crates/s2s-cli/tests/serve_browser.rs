@@ -84,6 +84,31 @@ async fn cells(c: &fantoccini::Client) -> usize {
         .len()
 }
 
+/// Presses Translate and waits for the heatmap of the first result.
+async fn translate_and_wait(c: &fantoccini::Client) {
+    c.find(Locator::Id("translate"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    c.wait()
+        .at_most(Duration::from_secs(30))
+        .for_element(Locator::Css("#heatmap td.heat-cell"))
+        .await
+        .expect("the heatmap appears");
+}
+
+/// The best hypothesis of each translation of an API reply.
+fn best_texts(expected: &Value) -> Vec<String> {
+    expected["translations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["hyps"][0]["text"].as_str().unwrap().to_owned())
+        .collect()
+}
+
 async fn drive(c: &fantoccini::Client, addr: SocketAddr, expected: &Value) {
     c.set_window_size(1100, 1400).await.unwrap();
     c.goto(&format!("http://{addr}/")).await.unwrap();
@@ -99,24 +124,10 @@ async fn drive(c: &fantoccini::Client, addr: SocketAddr, expected: &Value) {
 
     let src = c.find(Locator::Id("src")).await.unwrap();
     src.send_keys("1 2 3 4\n9 8 7 6 5").await.unwrap();
-    c.find(Locator::Id("translate"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
-    c.wait()
-        .at_most(Duration::from_secs(30))
-        .for_element(Locator::Css("#heatmap td.heat-cell"))
-        .await
-        .expect("the heatmap appears");
+    translate_and_wait(c).await;
 
     let t = expected["translations"].as_array().unwrap();
-    let want: Vec<&str> = t
-        .iter()
-        .map(|tr| tr["hyps"][0]["text"].as_str().unwrap())
-        .collect();
-    assert_eq!(text_of(c, ".translation").await, want);
+    assert_eq!(text_of(c, ".translation").await, best_texts(expected));
     let nbest = text_of(c, ".nbest li").await;
     assert_eq!(
         nbest.len(),
@@ -488,28 +499,11 @@ fn web_page_generates_from_vectors() {
             .expect("the page asks for vectors");
         let src = c.find(Locator::Id("src")).await.unwrap();
         src.send_keys(&lines.join("\n")).await.unwrap();
-        c.find(Locator::Id("translate"))
-            .await
-            .unwrap()
-            .click()
-            .await
-            .unwrap();
-        c.wait()
-            .at_most(Duration::from_secs(30))
-            .for_element(Locator::Css("#heatmap td.heat-cell"))
-            .await
-            .expect("the heatmap appears");
-        let t = expected["translations"].as_array().unwrap();
-        let want: Vec<&str> = t
-            .iter()
-            .map(|tr| tr["hyps"][0]["text"].as_str().unwrap())
-            .collect();
-        assert_eq!(text_of(&c, ".translation").await, want);
+        translate_and_wait(&c).await;
+        assert_eq!(text_of(&c, ".translation").await, best_texts(&expected));
         assert_eq!(text_of(&c, ".result .src").await, lines);
-        let rows = t[0]["hyps"][0]["attention"]["tgt"]
-            .as_array()
-            .unwrap()
-            .len();
+        let best = &expected["translations"][0]["hyps"][0];
+        let rows = best["attention"]["tgt"].as_array().unwrap().len();
         assert_eq!(cells(&c).await, rows, "one column: the vector");
     });
     server.shutdown().unwrap();
