@@ -576,6 +576,7 @@ fn a_served_vector_generator_writes_as_the_translator() {
     assert_eq!(got.len(), texts.len());
     for ((g, w), text) in got.iter().zip(&want).zip(&texts) {
         assert_eq!(g["src"], text.as_str());
+        assert_eq!(g["src_tokens"], json!(["<vector>"]), "{text}");
         assert_eq!(g["hyps"].as_array().unwrap().len(), w.hyps.len(), "{text}");
         for (h, wh) in g["hyps"].as_array().unwrap().iter().zip(&w.hyps) {
             assert_eq!(h["text"], wh.text.as_str(), "{text}");

@@ -13,6 +13,10 @@
 //! row and column labels and the weights averaged over layers and heads. A later version may add
 //! per-layer data beside `mean` without changing it.
 //!
+//! A generator conditioned on vectors (`GET /health`: `"input": "vectors"`, `"vector_dim": N`)
+//! takes the same request, each text a vector of N numbers separated by spaces; its reply's
+//! `src_tokens` is `["<vector>"]`.
+//!
 //! A speech model transcribes a WAV file sent as the body, its options in the query string:
 //!
 //! ```text

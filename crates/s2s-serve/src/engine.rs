@@ -17,7 +17,10 @@
 //!
 //! A speech model's requests are WAV uploads ([`Engine::submit_audio`]): each is decoded,
 //! checked and searched as a batch of its own when the worker takes it off the queue, between
-//! the text batches of the rotation (its length is bounded by `max_audio_seconds`).
+//! the text batches of the rotation (its length is bounded by `max_audio_seconds`). A generator
+//! conditioned on vectors takes `POST /v1/translate` requests whose texts are vectors; each such
+//! request is decoded alone in the same way (a vector is one source position, and a request
+//! holds at most `max_sentences` of them).
 
 use crate::api::{ApiError, SearchOptions, Translation};
 use crate::metrics::Metrics;
