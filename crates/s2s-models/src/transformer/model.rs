@@ -254,8 +254,8 @@ impl TransformerSeq2Seq {
         (self.encoder.forward(self.dropout.forward(x), &pad), pad)
     }
 
-    /// Encodes `src` (token ids, vectors, or a speech model's frames) and projects the encoder output for
-    /// every decoder layer's cross-attention: the state before the first decoding step.
+    /// Encodes `src` (token ids, vectors, or a speech model's frames) and projects the encoder
+    /// output for every decoder layer's cross-attention: the state before the first decoding step.
     pub fn start(&self, src: &PaddedSource) -> TransformerState {
         self.start_keeping_memory(src).0
     }
